@@ -1,0 +1,68 @@
+#pragma once
+// The contract between probes and the core: a handler checks a configuration's
+// discoveryDetails and starts a probe for it; a probe reports full snapshots.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/instance.h"
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace devlet {
+
+struct Configuration;
+
+struct DetailsProblem {
+    int line = 0;  // 1-based within the details text; 0 = unknown
+    std::string message;
+};
+
+// Receives what probes see; called on the loop thread only.
+class ProbeSink {
+public:
+    virtual ~ProbeSink() = default;
+    // The complete set of devices the probe sees now for this configuration.
+    virtual void reportSnapshot(const std::string& configuration, std::vector<Instance> instances) = 0;
+    // Discovery for this configuration is degraded; empty message = recovered.
+    virtual void reportProbeError(const std::string& configuration, const std::string& message) = 0;
+};
+
+class Probe {
+public:
+    virtual ~Probe() = default;
+    // Starts async work on the loop; reports through the sink given at creation.
+    virtual void start() = 0;
+    // Cancels all I/O; the sink is not called afterwards.
+    virtual void stop() = 0;
+};
+
+class DiscoveryHandler {
+public:
+    virtual ~DiscoveryHandler() = default;
+    virtual std::string_view name() const = 0;
+    // Parses discoveryDetails; empty = valid.
+    virtual std::vector<DetailsProblem> check(const Configuration& configuration) const = 0;
+    // How long a vanished device stays (Unhealthy) before its plugin is withdrawn.
+    virtual std::chrono::milliseconds defaultRemovalGrace() const { return std::chrono::milliseconds(0); }
+    virtual std::unique_ptr<Probe> createProbe(const Configuration& configuration, boost::asio::io_context& loop,
+                                               ProbeSink& sink) = 0;
+};
+
+// The handlers the composition root makes available, by name.
+class HandlerRegistry {
+public:
+    void add(std::unique_ptr<DiscoveryHandler> handler);
+    DiscoveryHandler* find(std::string_view name) const;
+    std::vector<std::string> names() const;
+
+private:
+    std::vector<std::unique_ptr<DiscoveryHandler>> handlers_;
+};
+
+}  // namespace devlet

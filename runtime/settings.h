@@ -1,0 +1,54 @@
+#pragma once
+// Daemon settings: built-in defaults, then /etc/devlet/devlet.yaml, then flags.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/configuration.h"
+
+namespace devlet {
+
+struct Settings {
+    std::string nodeName;                       // default: hostname
+    std::string resourceDomain = "akri.sh";
+    std::string stateDir = "/var/lib/devlet";
+    std::string confDir = "/etc/devlet/conf.d";
+    std::string devicePluginDir;                // default: detected (kubeadm, k3s, MicroK8s)
+    std::string podResourcesSocket;             // default: detected
+    std::string listen = "127.0.0.1:9797";
+    std::string logLevel = "info";
+    std::chrono::milliseconds podResourcesInterval{5000};
+    std::chrono::milliseconds slotReleaseGrace{10000};
+};
+
+// What the command line gave; unset fields keep the file's or the default value.
+struct SettingsOverrides {
+    std::optional<std::string> configFile;
+    std::optional<std::string> nodeName;
+    std::optional<std::string> stateDir;
+    std::optional<std::string> confDir;
+    std::optional<std::string> devicePluginDir;
+    std::optional<std::string> podResourcesSocket;
+    std::optional<std::string> listen;
+    std::optional<std::string> logLevel;
+};
+
+struct LoadedSettings {
+    Settings settings;
+    std::vector<ConfigProblem> problems;  // non-empty = refuse to start
+};
+
+inline constexpr const char* kDefaultSettingsFile = "/etc/devlet/devlet.yaml";
+
+// A missing default settings file means all defaults; a missing explicit one is an error.
+LoadedSettings loadSettings(const SettingsOverrides& overrides);
+LoadedSettings parseSettings(const std::string& text, const std::string& fileName);
+
+// Kubelet paths for kubeadm, k3s and MicroK8s (the device-plugin dir is fixed at
+// /var/lib/kubelet/device-plugins; pod-resources follows the kubelet's root dir).
+std::string detectDevicePluginDir(const std::string& root = "");
+std::string detectPodResourcesSocket(const std::string& root = "");
+
+}  // namespace devlet

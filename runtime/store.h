@@ -1,0 +1,96 @@
+#pragma once
+// Durable state in one SQLite file (WAL): configurations seen, instances, held
+// slots and a short event history. Lives on the loop thread; every call is
+// synchronous and a slot change is committed when the call returns.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/outcome.h"
+
+struct sqlite3;
+
+namespace devlet {
+
+struct StoredSlot {
+    std::string deviceId;        // "<instance>-<k>"
+    std::string instance;
+    std::string configuration;
+    int index = 0;
+    std::string holderResource;  // full resource name that holds it
+    std::int64_t sinceMs = 0;    // unix ms
+    std::string pod;             // once PodResources names it
+    std::string podNamespace;
+    bool operator==(const StoredSlot&) const = default;
+};
+
+struct StoredInstance {
+    std::string name;
+    std::string configuration;
+    std::string id;
+    std::int64_t firstSeenMs = 0;
+    std::int64_t lastSeenMs = 0;
+    std::string health;          // "present", "gone"
+    bool operator==(const StoredInstance&) const = default;
+};
+
+struct StoredConfiguration {
+    std::string name;
+    std::string handler;
+    std::string source;          // file:line
+    int capacity = 1;
+    std::int64_t firstSeenMs = 0;
+    std::int64_t lastSeenMs = 0;
+    bool active = true;
+    bool operator==(const StoredConfiguration&) const = default;
+};
+
+struct StoredEvent {
+    std::int64_t id = 0;
+    std::int64_t timeMs = 0;
+    std::string level;           // "info", "warning", "error"
+    std::string subject;         // configuration, instance or component
+    std::string message;
+};
+
+class Store {
+public:
+    // Opens (creating if needed) <stateDir>/state.db and migrates it forward.
+    // A corrupt or foreign file is refused with a clear message and left untouched.
+    static std::unique_ptr<Store> open(const std::string& stateDir, std::string& error);
+    ~Store();
+    Store(const Store&) = delete;
+    Store& operator=(const Store&) = delete;
+
+    static constexpr int kSchemaVersion = 1;
+    static constexpr int kEventHistory = 200;
+
+    // Held slots: one row each; freeing a slot deletes its row. One transaction per call.
+    Outcome holdSlots(const std::vector<StoredSlot>& slots);
+    Outcome releaseSlots(const std::vector<std::string>& deviceIds);
+    Outcome setSlotPod(const std::string& deviceId, const std::string& pod, const std::string& podNamespace);
+    std::vector<StoredSlot> slots() const;
+
+    Outcome saveConfiguration(const StoredConfiguration& configuration);  // upsert, keeps firstSeen
+    Outcome deactivateConfiguration(const std::string& name, std::int64_t nowMs);
+    std::vector<StoredConfiguration> configurations() const;
+
+    Outcome saveInstance(const StoredInstance& instance);  // upsert, keeps firstSeen
+    Outcome removeInstance(const std::string& name);
+    std::vector<StoredInstance> instances() const;
+
+    // Keeps the newest kEventHistory events.
+    Outcome addEvent(const std::string& level, const std::string& subject, const std::string& message,
+                     std::int64_t nowMs);
+    std::vector<StoredEvent> recentEvents(int limit) const;  // newest first
+
+    int schemaVersion() const;
+
+private:
+    explicit Store(sqlite3* db);
+    sqlite3* db_;
+};
+
+}  // namespace devlet
