@@ -16,23 +16,23 @@ enum class AllocationPolicy { Spread, Pack };
 
 struct ConfigProblem {
     std::string file;
-    int line = 0;    // 1-based; 0 = whole file
+    int line = 0;  // 1-based; 0 = whole file
     std::string message;
     std::string str() const;  // "file:line: message"
 };
 
 struct Configuration {
     std::string name;
-    std::string handler;                 // udev, onvif, debugEcho, gpu
-    std::string discoveryDetails;        // YAML text, as in Akri (an opaque string)
-    int detailsLine = 0;                 // file line where the details text starts
+    std::string handler;           // udev, onvif, debugEcho, gpu
+    std::string discoveryDetails;  // YAML text, as in Akri (an opaque string)
+    int detailsLine = 0;           // file line where the details text starts
     std::map<std::string, std::string> discoveryProperties;
     int capacity = 1;
     std::map<std::string, std::string> brokerProperties;
     // devlet's additions (spec.devlet)
     AllocationPolicy allocationPolicy = AllocationPolicy::Spread;
-    bool uniqueDevices = false;          // a CL request never gets two slots of one device
-    std::string configurationResource;   // overrides "<domain>/<name>" (e.g. gpu.intel.com/i915)
+    bool uniqueDevices = false;         // a CL request never gets two slots of one device
+    std::string configurationResource;  // overrides "<domain>/<name>" (e.g. gpu.intel.com/i915)
     std::optional<std::chrono::milliseconds> removalGrace;  // unset = the handler's default
     std::string sourceFile;
     int sourceLine = 0;
@@ -41,14 +41,13 @@ struct Configuration {
 
 struct ParsedConfigurations {
     std::vector<Configuration> configurations;
-    std::vector<ConfigProblem> problems;   // non-empty = the file is rejected as a whole
-    std::vector<ConfigProblem> warnings;   // accepted but ignored (brokerSpec, ...)
+    std::vector<ConfigProblem> problems;  // non-empty = the file is rejected as a whole
+    std::vector<ConfigProblem> warnings;  // accepted but ignored (brokerSpec, ...)
 };
 
 // Parses one (multi-document) YAML file. Every problem carries file:line.
 ParsedConfigurations parseConfigurations(const std::string& text, const std::string& fileName,
-                                         const HandlerRegistry& handlers,
-                                         const std::string& resourceDomain);
+                                         const HandlerRegistry& handlers, const std::string& resourceDomain);
 ParsedConfigurations loadConfigurationFile(const std::string& path, const HandlerRegistry& handlers,
                                            const std::string& resourceDomain);
 

@@ -2,7 +2,9 @@
 
 namespace devlet {
 
-void HandlerRegistry::add(std::unique_ptr<DiscoveryHandler> handler) { handlers_.push_back(std::move(handler)); }
+void HandlerRegistry::add(std::unique_ptr<DiscoveryHandler> handler) {
+    handlers_.push_back(std::move(handler));
+}
 
 DiscoveryHandler* HandlerRegistry::find(std::string_view name) const {
     for (const auto& handler : handlers_) {

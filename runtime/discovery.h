@@ -50,8 +50,8 @@ public:
     virtual std::vector<DetailsProblem> check(const Configuration& configuration) const = 0;
     // How long a vanished device stays (Unhealthy) before its plugin is withdrawn.
     virtual std::chrono::milliseconds defaultRemovalGrace() const { return std::chrono::milliseconds(0); }
-    virtual std::unique_ptr<Probe> createProbe(const Configuration& configuration, boost::asio::io_context& loop,
-                                               ProbeSink& sink) = 0;
+    virtual std::unique_ptr<Probe> createProbe(const Configuration& configuration,
+                                               boost::asio::io_context& loop, ProbeSink& sink) = 0;
 };
 
 // The handlers the composition root makes available, by name.

@@ -11,7 +11,7 @@ namespace devlet {
 
 struct DeviceNode {
     std::string hostPath;
-    std::string containerPath;   // empty = same as hostPath
+    std::string containerPath;  // empty = same as hostPath
     std::string permissions = "rw";
     bool operator==(const DeviceNode&) const = default;
 };
@@ -25,8 +25,8 @@ struct Mount {
 
 // One discovered device under one configuration, as a probe reports it.
 struct Instance {
-    std::string id;              // handler's stable id (devpath, uuid+url, PCI address, description)
-    bool shared = false;         // visible from several nodes (network camera)
+    std::string id;       // handler's stable id (devpath, uuid+url, PCI address, description)
+    bool shared = false;  // visible from several nodes (network camera)
     std::vector<DeviceNode> nodes;
     std::vector<Mount> mounts;
     std::map<std::string, std::string> properties;  // become container environment

@@ -10,17 +10,26 @@ std::atomic<int> currentLevel{static_cast<int>(LogLevel::Info)};
 }
 
 bool parseLogLevel(std::string_view name, LogLevel& level) {
-    if (name == "error") level = LogLevel::Error;
-    else if (name == "warning" || name == "warn") level = LogLevel::Warning;
-    else if (name == "info") level = LogLevel::Info;
-    else if (name == "debug") level = LogLevel::Debug;
-    else return false;
+    if (name == "error")
+        level = LogLevel::Error;
+    else if (name == "warning" || name == "warn")
+        level = LogLevel::Warning;
+    else if (name == "info")
+        level = LogLevel::Info;
+    else if (name == "debug")
+        level = LogLevel::Debug;
+    else
+        return false;
     return true;
 }
 
-void setLogLevel(LogLevel level) { currentLevel = static_cast<int>(level); }
+void setLogLevel(LogLevel level) {
+    currentLevel = static_cast<int>(level);
+}
 
-bool logEnabled(LogLevel level) { return static_cast<int>(level) <= currentLevel.load(); }
+bool logEnabled(LogLevel level) {
+    return static_cast<int>(level) <= currentLevel.load();
+}
 
 LogLine::LogLine(LogLevel level, std::string_view category) : enabled_(logEnabled(level)), level_(level) {
     if (enabled_) stream_ << '<' << static_cast<int>(level) << '>' << category << ": ";

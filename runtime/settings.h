@@ -11,12 +11,12 @@
 namespace devlet {
 
 struct Settings {
-    std::string nodeName;                       // default: hostname
+    std::string nodeName;  // default: hostname
     std::string resourceDomain = "akri.sh";
     std::string stateDir = "/var/lib/devlet";
     std::string confDir = "/etc/devlet/conf.d";
-    std::string devicePluginDir;                // default: detected (kubeadm, k3s, MicroK8s)
-    std::string podResourcesSocket;             // default: detected
+    std::string devicePluginDir;     // default: detected (kubeadm, k3s, MicroK8s)
+    std::string podResourcesSocket;  // default: detected
     std::string listen = "127.0.0.1:9797";
     std::string logLevel = "info";
     std::chrono::milliseconds podResourcesInterval{5000};

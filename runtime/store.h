@@ -15,7 +15,7 @@ struct sqlite3;
 namespace devlet {
 
 struct StoredSlot {
-    std::string deviceId;        // "<instance>-<k>"
+    std::string deviceId;  // "<instance>-<k>"
     std::string instance;
     std::string configuration;
     int index = 0;
@@ -32,14 +32,14 @@ struct StoredInstance {
     std::string id;
     std::int64_t firstSeenMs = 0;
     std::int64_t lastSeenMs = 0;
-    std::string health;          // "present", "gone"
+    std::string health;  // "present", "gone"
     bool operator==(const StoredInstance&) const = default;
 };
 
 struct StoredConfiguration {
     std::string name;
     std::string handler;
-    std::string source;          // file:line
+    std::string source;  // file:line
     int capacity = 1;
     std::int64_t firstSeenMs = 0;
     std::int64_t lastSeenMs = 0;
@@ -50,8 +50,8 @@ struct StoredConfiguration {
 struct StoredEvent {
     std::int64_t id = 0;
     std::int64_t timeMs = 0;
-    std::string level;           // "info", "warning", "error"
-    std::string subject;         // configuration, instance or component
+    std::string level;    // "info", "warning", "error"
+    std::string subject;  // configuration, instance or component
     std::string message;
 };
 
