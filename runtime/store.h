@@ -4,13 +4,17 @@
 // synchronous and a slot change is committed when the call returns.
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/outcome.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace devlet {
 
@@ -55,11 +59,20 @@ struct StoredEvent {
     std::string message;
 };
 
+struct StoreOptions {
+    // How long a write waits for a lock another process holds (an operator's sqlite3
+    // shell); this store is the only writer otherwise, so it never waits.
+    int busyTimeoutMs = 1000;
+};
+
 class Store {
 public:
     // Opens (creating if needed) <stateDir>/state.db and migrates it forward.
-    // A corrupt or foreign file is refused with a clear message and left untouched.
+    // A corrupt or foreign file is refused with a clear message and left untouched;
+    // a copy is kept next to it as state.db.corrupt-<unix-seconds>.
     static std::unique_ptr<Store> open(const std::string& stateDir, std::string& error);
+    static std::unique_ptr<Store> open(const std::string& stateDir, const StoreOptions& options,
+                                       std::string& error);
     ~Store();
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
@@ -90,7 +103,12 @@ public:
 
 private:
     explicit Store(sqlite3* db);
+    // A cached prepared statement for sql (a literal), or nullptr with the sqlite error.
+    sqlite3_stmt* statement(std::string_view sql) const;
+
     sqlite3* db_;
+    // Prepared once, reused on every Allocate; finalized before db_ closes.
+    mutable std::map<std::string, sqlite3_stmt*, std::less<>> statements_;
 };
 
 }  // namespace devlet
