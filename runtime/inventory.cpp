@@ -1,1 +1,699 @@
-// placeholder
+#include "runtime/inventory.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "runtime/log.h"
+#include "runtime/naming.h"
+#include "runtime/store.h"
+
+namespace devlet {
+
+namespace {
+constexpr Log log{"inventory"};
+
+std::string upper(std::string s) {
+    for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return s;
+}
+
+// "<instance>-<k>" -> ("<instance>", k); k = -1 when the id has no slot suffix.
+std::pair<std::string, int> splitSlotId(const std::string& id) {
+    const auto dash = id.rfind('-');
+    if (dash == std::string::npos || dash + 1 >= id.size()) return {id, -1};
+    int index = -1;
+    const char* begin = id.data() + dash + 1;
+    const char* end = id.data() + id.size();
+    auto [ptr, ec] = std::from_chars(begin, end, index);
+    if (ec != std::errc() || ptr != end || index < 0) return {id, -1};
+    return {id.substr(0, dash), index};
+}
+}  // namespace
+
+Inventory::Clock Inventory::Clock::system() {
+    return {[] { return std::chrono::steady_clock::now(); },
+            [] {
+                return std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+            }};
+}
+
+Inventory::Inventory(std::string nodeName, std::string resourceDomain, Store* store,
+                     InventoryObserver& observer)
+    : Inventory(std::move(nodeName), std::move(resourceDomain), store, observer, Clock::system()) {}
+
+Inventory::Inventory(std::string nodeName, std::string resourceDomain, Store* store,
+                     InventoryObserver& observer, Clock clock)
+    : nodeName_(std::move(nodeName)),
+      domain_(std::move(resourceDomain)),
+      store_(store),
+      observer_(observer),
+      clock_(std::move(clock)) {}
+
+std::string Inventory::instanceResource(const std::string& instance) const {
+    return domain_ + "/" + instance;
+}
+
+// ---------------------------------------------------------------------------
+// Configurations
+
+void Inventory::applyConfigurations(const std::vector<Configuration>& configurations,
+                                    const std::map<std::string, std::chrono::milliseconds>& removalGrace) {
+    std::set<std::string> wanted;
+    for (const Configuration& configuration : configurations) {
+        wanted.insert(configuration.name);
+        const std::string resource = configuration.configurationResource.empty()
+                                         ? domain_ + "/" + configuration.name
+                                         : configuration.configurationResource;
+        auto grace = removalGrace.find(configuration.name);
+        auto [it, added] = configurations_.try_emplace(configuration.name);
+        ConfigurationState& c = it->second;
+        const bool capacityChanged = !added && c.configuration.capacity != configuration.capacity;
+        if (!added && c.resource != resource) {
+            resourceOwners_.erase(c.resource);
+            changed_.insert(c.resource);  // withdrawn by publish()
+        }
+        c.configuration = configuration;
+        c.resource = resource;
+        c.removalGrace = grace == removalGrace.end() ? std::chrono::milliseconds(0) : grace->second;
+        resourceOwners_[resource] = configuration.name;
+        changed_.insert(resource);
+        if (added) {
+            event("info", configuration.name,
+                  "configuration " + configuration.name + " (" + configuration.handler + ", capacity " +
+                      std::to_string(configuration.capacity) + ") loaded from " + configuration.sourceFile);
+        }
+        if (capacityChanged) {
+            for (auto& [name, instance] : c.instances) {
+                resizeSlots(c, instance);
+                markChanged(c, &instance);
+            }
+        }
+        if (store_) {
+            StoredConfiguration stored;
+            stored.name = configuration.name;
+            stored.handler = configuration.handler;
+            stored.source = configuration.sourceFile + ":" + std::to_string(configuration.sourceLine);
+            stored.capacity = configuration.capacity;
+            stored.firstSeenMs = stored.lastSeenMs = clock_.wallMs();
+            if (auto outcome = store_->saveConfiguration(stored); !outcome) log.warning() << outcome.error();
+        }
+    }
+    std::vector<std::string> removed;
+    for (const auto& [name, c] : configurations_) {
+        if (!wanted.count(name)) removed.push_back(name);
+    }
+    for (const std::string& name : removed) removeConfiguration(name);
+    publish();
+}
+
+void Inventory::removeConfiguration(const std::string& name) {
+    auto it = configurations_.find(name);
+    if (it == configurations_.end()) return;
+    ConfigurationState& c = it->second;
+    std::vector<std::string> held;
+    for (auto& [instanceName, instance] : c.instances) {
+        changed_.insert(instanceResource(instanceName));
+        for (std::size_t k = 0; k < instance.slots.size(); ++k) {
+            if (!instance.slots[k].holderResource.empty())
+                held.push_back(slotId(instanceName, static_cast<int>(k)));
+        }
+        if (store_) (void)store_->removeInstance(instanceName);
+    }
+    if (store_) {
+        if (!held.empty()) (void)store_->releaseSlots(held);
+        (void)store_->deactivateConfiguration(name, clock_.wallMs());
+    }
+    changed_.insert(c.resource);
+    resourceOwners_.erase(c.resource);
+    event(
+        "info", name,
+        "configuration " + name + " removed; its " + std::to_string(c.instances.size()) +
+            " instance(s) are withdrawn" +
+            (held.empty() ? std::string() : " (" + std::to_string(held.size()) + " held slot(s) forgotten)"));
+    configurations_.erase(it);
+}
+
+void Inventory::restoreSlots() {
+    if (!store_) return;
+    std::map<std::string, StoredInstance> known;
+    for (StoredInstance& instance : store_->instances()) known[instance.name] = std::move(instance);
+    std::vector<std::string> orphans;
+    const auto now = clock_.steady();
+    for (const StoredSlot& stored : store_->slots()) {
+        auto cit = configurations_.find(stored.configuration);
+        if (cit == configurations_.end() || stored.index < 0) {
+            orphans.push_back(stored.deviceId);
+            continue;
+        }
+        ConfigurationState& c = cit->second;
+        auto [iit, added] = c.instances.try_emplace(stored.instance);
+        InstanceState& instance = iit->second;
+        if (added) {
+            instance.name = stored.instance;
+            instance.configuration = c.configuration.name;
+            if (auto k = known.find(stored.instance); k != known.end()) {
+                instance.device.id = k->second.id;
+                instance.firstSeenMs = k->second.firstSeenMs;
+                instance.lastSeenMs = k->second.lastSeenMs;
+            }
+        }
+        if (static_cast<int>(instance.slots.size()) <= stored.index) instance.slots.resize(stored.index + 1);
+        Slot& slot = instance.slots[stored.index];
+        slot.holderResource = stored.holderResource;
+        slot.sinceMs = stored.sinceMs;
+        slot.pod = stored.pod;
+        slot.podNamespace = stored.podNamespace;
+        // A restart is no evidence the pod went away: give it a full grace period.
+        slot.lastConfirmed = now;
+        resizeSlots(c, instance);
+        markChanged(c, &instance);
+    }
+    if (!orphans.empty()) {
+        (void)store_->releaseSlots(orphans);
+        log.info() << "released " << orphans.size() << " held slot(s) whose configuration no longer exists";
+    }
+    std::size_t restored = slotsHeld();
+    if (restored) log.info() << "restored " << restored << " held slot(s) from the state store";
+    publish();
+}
+
+void Inventory::resizeSlots(ConfigurationState& c, InstanceState& instance) {
+    // Slots above a lowered capacity stay while held (reported Unhealthy) and go when freed.
+    std::size_t size = static_cast<std::size_t>(c.configuration.capacity);
+    for (std::size_t k = instance.slots.size(); k > size; --k) {
+        if (!instance.slots[k - 1].holderResource.empty()) {
+            size = k;
+            break;
+        }
+    }
+    instance.slots.resize(size);
+}
+
+// ---------------------------------------------------------------------------
+// Discovery
+
+void Inventory::reportSnapshot(const std::string& configuration, std::vector<Instance> instances) {
+    auto cit = configurations_.find(configuration);
+    if (cit == configurations_.end()) return;
+    ConfigurationState& c = cit->second;
+    const std::int64_t nowMs = clock_.wallMs();
+    std::set<std::string> seen;
+    for (Instance& device : instances) {
+        const std::string name =
+            instanceName(c.configuration.name, instanceHash(device.id, nodeName_, device.shared));
+        if (!seen.insert(name).second) {
+            log.warning() << configuration << ": two devices report the id \"" << device.id
+                          << "\"; offering the first only";
+            continue;
+        }
+        auto [it, added] = c.instances.try_emplace(name);
+        InstanceState& instance = it->second;
+        if (added || instance.device.id.empty()) {
+            instance.name = name;
+            instance.configuration = configuration;
+            if (!instance.firstSeenMs) instance.firstSeenMs = nowMs;
+        }
+        const bool wasOffered = instance.offered;
+        const bool wasPresent = instance.present;
+        const bool topologyChanged = instance.device.numaNode != device.numaNode;
+        if (!(instance.device == device)) instance.device = std::move(device);
+        instance.present = true;
+        instance.offered = true;
+        instance.lastSeenMs = nowMs;
+        if (!wasPresent) {
+            resizeSlots(c, instance);
+            markChanged(c, &instance);
+            saveInstance(instance);
+            event("info", name,
+                  std::string(wasOffered ? "back: " : "found: ") + "\"" + instance.device.id +
+                      "\" offered as " + instanceResource(name));
+        } else if (topologyChanged) {
+            markChanged(c, &instance);
+        }
+    }
+    const auto now = clock_.steady();
+    for (auto& [name, instance] : c.instances) {
+        if (!instance.present || seen.count(name)) continue;
+        instance.present = false;
+        instance.goneSince = now;
+        markChanged(c, &instance);
+        saveInstance(instance);
+        event("info", name, "gone: \"" + instance.device.id + "\"; its slots are Unhealthy");
+    }
+    expireGone();
+    publish();
+}
+
+void Inventory::reportProbeError(const std::string& configuration, const std::string& message) {
+    auto cit = configurations_.find(configuration);
+    if (cit == configurations_.end() || cit->second.probeError == message) return;
+    cit->second.probeError = message;
+    if (message.empty()) {
+        event("info", configuration, "discovery recovered");
+    } else {
+        event("warning", configuration, "discovery failing: " + message);
+    }
+}
+
+std::optional<std::chrono::steady_clock::time_point> Inventory::expireGone() {
+    const auto now = clock_.steady();
+    std::optional<std::chrono::steady_clock::time_point> next;
+    for (auto& [configName, c] : configurations_) {
+        std::vector<std::string> drop;
+        for (auto& [name, instance] : c.instances) {
+            if (instance.present || !instance.offered) continue;
+            const auto deadline = instance.goneSince + c.removalGrace;
+            if (deadline > now) {
+                if (!next || deadline < *next) next = deadline;
+                continue;
+            }
+            instance.offered = false;
+            markChanged(c, &instance);
+            log.info() << name << " withdrawn: gone longer than its grace period";
+            const bool held = std::any_of(instance.slots.begin(), instance.slots.end(),
+                                          [](const Slot& s) { return !s.holderResource.empty(); });
+            if (!held) drop.push_back(name);
+        }
+        for (const std::string& name : drop) dropInstance(c, name);
+    }
+    publish();
+    return next;
+}
+
+void Inventory::dropInstance(ConfigurationState& c, const std::string& name) {
+    changed_.insert(instanceResource(name));
+    changed_.insert(c.resource);
+    c.instances.erase(name);
+    if (store_) (void)store_->removeInstance(name);
+}
+
+// ---------------------------------------------------------------------------
+// Allocation
+
+std::pair<const Inventory::ConfigurationState*, const Inventory::InstanceState*> Inventory::resolve(
+    const std::string& resource) const {
+    if (auto owner = resourceOwners_.find(resource); owner != resourceOwners_.end()) {
+        auto c = configurations_.find(owner->second);
+        if (c != configurations_.end()) return {&c->second, nullptr};
+    }
+    const std::string prefix = domain_ + "/";
+    if (resource.compare(0, prefix.size(), prefix) != 0) return {nullptr, nullptr};
+    const std::string name = resource.substr(prefix.size());
+    const auto dash = name.rfind('-');
+    if (dash == std::string::npos) return {nullptr, nullptr};
+    auto c = configurations_.find(name.substr(0, dash));
+    if (c == configurations_.end()) return {nullptr, nullptr};
+    auto i = c->second.instances.find(name);
+    if (i == c->second.instances.end()) return {nullptr, nullptr};
+    return {&c->second, &i->second};
+}
+
+bool Inventory::isConfigurationLevel(const std::string& resource) const {
+    return resourceOwners_.count(resource) > 0;
+}
+
+Inventory::SlotRef Inventory::findSlot(const std::string& deviceId) {
+    auto [instanceName, index] = splitSlotId(deviceId);
+    if (index < 0) return {};
+    const auto dash = instanceName.rfind('-');
+    if (dash == std::string::npos) return {};
+    auto c = configurations_.find(instanceName.substr(0, dash));
+    if (c == configurations_.end()) return {};
+    auto i = c->second.instances.find(instanceName);
+    if (i == c->second.instances.end() || index >= static_cast<int>(i->second.slots.size())) return {};
+    return {&c->second, &i->second, index};
+}
+
+std::variant<ContainerGrant, AllocationRefused> Inventory::allocate(
+    const std::string& resource, const std::vector<std::string>& deviceIds) {
+    auto [config, onlyInstance] = resolve(resource);
+    if (!config) return AllocationRefused{"devlet does not offer " + resource};
+    if (deviceIds.empty()) return AllocationRefused{"no device ids in the request for " + resource};
+    std::vector<SlotRef> refs;
+    std::set<std::string> unique;
+    std::map<const InstanceState*, int> perInstance;
+    for (const std::string& id : deviceIds) {
+        if (!unique.insert(id).second) continue;
+        SlotRef ref = findSlot(id);
+        if (!ref.instance || ref.configuration != config || (onlyInstance && ref.instance != onlyInstance)) {
+            return AllocationRefused{"device " + id + " is not part of " + resource};
+        }
+        if (!ref.instance->present) {
+            return AllocationRefused{"device " + id + " is gone (" + ref.instance->device.id +
+                                     " is no longer seen); it cannot be allocated"};
+        }
+        if (ref.index >= config->configuration.capacity) {
+            return AllocationRefused{"slot " + id + " is above the configuration's capacity of " +
+                                     std::to_string(config->configuration.capacity)};
+        }
+        const Slot& slot = ref.instance->slots[ref.index];
+        if (!slot.holderResource.empty() && slot.holderResource != resource) {
+            std::string holder = slot.holderResource;
+            if (!slot.pod.empty()) holder += " by pod " + slot.podNamespace + "/" + slot.pod;
+            return AllocationRefused{"slot " + id + " is already held through " + holder +
+                                     "; one slot is never given twice"};
+        }
+        if (++perInstance[ref.instance] > 1 && !onlyInstance && config->configuration.uniqueDevices) {
+            return AllocationRefused{"configuration " + config->configuration.name +
+                                     " requires distinct devices, but the request holds two slots of " +
+                                     ref.instance->name};
+        }
+        refs.push_back(ref);
+    }
+
+    const std::int64_t nowMs = clock_.wallMs();
+    std::vector<StoredSlot> records;
+    for (const SlotRef& ref : refs) {
+        const Slot& slot = ref.instance->slots[ref.index];
+        if (slot.holderResource == resource) continue;  // same-resource re-offer: already recorded
+        StoredSlot record;
+        record.deviceId = slotId(ref.instance->name, ref.index);
+        record.instance = ref.instance->name;
+        record.configuration = ref.configuration->configuration.name;
+        record.index = ref.index;
+        record.holderResource = resource;
+        record.sinceMs = nowMs;
+        records.push_back(std::move(record));
+    }
+    // The holder is durable before the kubelet hears "yes": a crash after this
+    // point can never lead to the slot being given twice.
+    if (store_ && !records.empty()) {
+        if (auto outcome = store_->holdSlots(records); !outcome) {
+            event("error", resource, "allocation refused: " + outcome.error());
+            return AllocationRefused{
+                "cannot record the allocation, so it is refused rather than handed out "
+                "unrecorded: " +
+                outcome.error()};
+        }
+    }
+    const auto now = clock_.steady();
+    std::vector<const InstanceState*> granted;
+    for (const SlotRef& ref : refs) {
+        Slot& slot = ref.instance->slots[ref.index];
+        if (slot.holderResource != resource) {
+            slot.holderResource = resource;
+            slot.sinceMs = nowMs;
+            slot.pod.clear();
+            slot.podNamespace.clear();
+            markChanged(*ref.configuration, ref.instance);
+            log.debug() << "slot " << slotId(ref.instance->name, ref.index) << " held through " << resource;
+        }
+        slot.lastConfirmed = now;
+        if (std::find(granted.begin(), granted.end(), ref.instance) == granted.end())
+            granted.push_back(ref.instance);
+    }
+    publish();
+    return grantFor(*config, granted);
+}
+
+ContainerGrant Inventory::grantFor(const ConfigurationState& c,
+                                   const std::vector<const InstanceState*>& instances) const {
+    ContainerGrant grant;
+    std::string names;
+    std::set<std::string> devicePaths;
+    std::set<std::string> mountPaths;
+    for (const InstanceState* instance : instances) {
+        const std::string hash = upper(instance->name.substr(instance->name.rfind('-') + 1));
+        auto put = [&](const std::string& key, const std::string& value) {
+            grant.envs.try_emplace(key, value);  // the first device keeps the plain name
+            grant.envs[key + "_" + hash] = value;
+        };
+        for (const auto& [key, value] : instance->device.properties) put(key, value);
+        for (const auto& [key, value] : c.configuration.brokerProperties) put(key, value);
+        for (const DeviceNode& node : instance->device.nodes) {
+            DeviceNode spec = node;
+            if (spec.containerPath.empty()) spec.containerPath = spec.hostPath;
+            if (devicePaths.insert(spec.containerPath).second) grant.devices.push_back(spec);
+        }
+        for (const Mount& mount : instance->device.mounts) {
+            if (mountPaths.insert(mount.containerPath).second) grant.mounts.push_back(mount);
+        }
+        names += (names.empty() ? "" : ",") + instance->name;
+    }
+    grant.envs["DEVLET_INSTANCES"] = names;
+    return grant;
+}
+
+int Inventory::freeSlots(const ConfigurationState& c, const InstanceState& i) const {
+    if (!i.present) return 0;
+    int free = 0;
+    for (int k = 0; k < std::min<int>(c.configuration.capacity, static_cast<int>(i.slots.size())); ++k) {
+        if (i.slots[k].holderResource.empty()) ++free;
+    }
+    return free;
+}
+
+std::vector<std::string> Inventory::preferredAllocation(const std::string& resource,
+                                                        const std::vector<std::string>& available,
+                                                        const std::vector<std::string>& mustInclude,
+                                                        int size) const {
+    std::vector<std::string> result;
+    std::set<std::string> chosen;
+    for (const std::string& id : mustInclude) {
+        if (chosen.insert(id).second) result.push_back(id);
+    }
+    auto [config, onlyInstance] = resolve(resource);
+    if (!config || onlyInstance) {
+        for (const std::string& id : available) {
+            if (static_cast<int>(result.size()) >= size) break;
+            if (chosen.insert(id).second) result.push_back(id);
+        }
+        return result;
+    }
+    // Per instance: slots picked so far and slots still free.
+    struct Candidate {
+        std::string id;
+        std::string instance;
+        int index;
+    };
+    std::map<std::string, int> picked;
+    std::map<std::string, int> free;
+    for (const std::string& id : result) picked[splitSlotId(id).first]++;
+    std::vector<Candidate> candidates;
+    for (const std::string& id : available) {
+        if (chosen.count(id)) continue;
+        auto [instance, index] = splitSlotId(id);
+        auto it = config->instances.find(instance);
+        if (it == config->instances.end()) continue;
+        candidates.push_back({id, instance, index});
+        free.try_emplace(instance, freeSlots(*config, it->second));
+    }
+    const bool pack = config->configuration.allocationPolicy == AllocationPolicy::Pack;
+    while (static_cast<int>(result.size()) < size && !candidates.empty()) {
+        auto better = [&](const Candidate& a, const Candidate& b) {
+            const int pa = picked[a.instance], pb = picked[b.instance];
+            const int fa = free[a.instance] - pa, fb = free[b.instance] - pb;
+            if (pack) {
+                // Fill one device first: the one already used, then the fullest.
+                if ((pa > 0) != (pb > 0)) return pa > 0;
+                if (fa != fb) return fa < fb;
+            } else {
+                // Distinct devices first, then the device with the most free slots.
+                if (pa != pb) return pa < pb;
+                if (fa != fb) return fa > fb;
+            }
+            if (a.instance != b.instance) return a.instance < b.instance;
+            return a.index < b.index;
+        };
+        auto best = std::min_element(candidates.begin(), candidates.end(), better);
+        if (config->configuration.uniqueDevices && picked[best->instance] > 0) break;
+        picked[best->instance]++;
+        result.push_back(best->id);
+        candidates.erase(best);
+    }
+    return result;
+}
+
+void Inventory::reconcilePods(const std::vector<PodDevice>& held, std::chrono::milliseconds grace) {
+    std::map<std::pair<std::string, std::string>, const PodDevice*> byDevice;
+    for (const PodDevice& device : held) byDevice[{device.resource, device.deviceId}] = &device;
+    const auto now = clock_.steady();
+
+    // The kubelet knows best: a slot it reports held that devlet thinks free (state
+    // lost, or held before devlet started) is adopted rather than offered again.
+    for (const PodDevice& device : held) {
+        SlotRef ref = findSlot(device.deviceId);
+        if (!ref.instance || !ref.instance->slots[ref.index].holderResource.empty()) continue;
+        auto [config, onlyInstance] = resolve(device.resource);
+        if (config != ref.configuration || (onlyInstance && onlyInstance != ref.instance)) continue;
+        StoredSlot record{device.deviceId, ref.instance->name, config->configuration.name,
+                          ref.index,       device.resource,    clock_.wallMs(),
+                          device.pod,      device.podNamespace};
+        if (store_) {
+            if (auto outcome = store_->holdSlots({record}); !outcome) {
+                log.warning() << outcome.error();
+                continue;
+            }
+        }
+        Slot& slot = ref.instance->slots[ref.index];
+        slot.holderResource = device.resource;
+        slot.sinceMs = record.sinceMs;
+        slot.lastConfirmed = now;
+        markChanged(*ref.configuration, ref.instance);
+        event("warning", ref.instance->name,
+              "slot " + device.deviceId + " is held by pod " + device.podNamespace + "/" + device.pod +
+                  " through " + device.resource + " but was not recorded; adopted");
+    }
+
+    for (auto& [configName, c] : configurations_) {
+        std::vector<std::string> emptied;
+        for (auto& [name, instance] : c.instances) {
+            for (std::size_t k = 0; k < instance.slots.size(); ++k) {
+                Slot& slot = instance.slots[k];
+                if (slot.holderResource.empty()) continue;
+                const std::string id = slotId(name, static_cast<int>(k));
+                auto found = byDevice.find({slot.holderResource, id});
+                if (found != byDevice.end()) {
+                    slot.lastConfirmed = now;
+                    const PodDevice& pod = *found->second;
+                    if (slot.pod != pod.pod || slot.podNamespace != pod.podNamespace) {
+                        slot.pod = pod.pod;
+                        slot.podNamespace = pod.podNamespace;
+                        if (store_) (void)store_->setSlotPod(id, pod.pod, pod.podNamespace);
+                    }
+                } else if (now - slot.lastConfirmed >= grace) {
+                    releaseSlot(c, instance, static_cast<int>(k), "no pod holds it any more");
+                }
+            }
+            resizeSlots(c, instance);
+            const bool held = std::any_of(instance.slots.begin(), instance.slots.end(),
+                                          [](const Slot& s) { return !s.holderResource.empty(); });
+            if (!instance.offered && !held) emptied.push_back(name);
+        }
+        for (const std::string& name : emptied) dropInstance(c, name);
+    }
+    publish();
+}
+
+void Inventory::releaseSlot(ConfigurationState& c, InstanceState& instance, int index,
+                            const std::string& why) {
+    const std::string id = slotId(instance.name, index);
+    if (store_) {
+        if (auto outcome = store_->releaseSlots({id}); !outcome) {
+            // Keep it held: better a slot unused a while longer than given twice.
+            log.warning() << "slot " << id << " stays held: " << outcome.error();
+            return;
+        }
+    }
+    Slot& slot = instance.slots[index];
+    std::string who = slot.pod.empty() ? slot.holderResource : slot.podNamespace + "/" + slot.pod;
+    slot = Slot{};
+    markChanged(c, &instance);
+    event("info", instance.name, "slot " + id + " released (" + who + "): " + why);
+}
+
+// ---------------------------------------------------------------------------
+// Publishing
+
+void Inventory::markChanged(const ConfigurationState& c, const InstanceState* instance) {
+    changed_.insert(c.resource);
+    if (instance) changed_.insert(instanceResource(instance->name));
+}
+
+bool Inventory::slotHealthy(const ConfigurationState& c, const InstanceState& i, int index,
+                            const std::string& resource) const {
+    if (!i.present || index >= c.configuration.capacity) return false;
+    const std::string& holder = i.slots[index].holderResource;
+    return holder.empty() || holder == resource;
+}
+
+ResourceState Inventory::buildResource(const ConfigurationState& c, const InstanceState* instance) const {
+    ResourceState state;
+    state.configuration = c.configuration.name;
+    auto add = [&](const InstanceState& i, const std::string& resource) {
+        for (std::size_t k = 0; k < i.slots.size(); ++k) {
+            state.devices.push_back({slotId(i.name, static_cast<int>(k)),
+                                     slotHealthy(c, i, static_cast<int>(k), resource), i.device.numaNode});
+        }
+    };
+    if (instance) {
+        state.resource = instanceResource(instance->name);
+        state.instance = instance->name;
+        add(*instance, state.resource);
+    } else {
+        state.resource = c.resource;
+        for (const auto& [name, i] : c.instances) {
+            if (i.offered) add(i, state.resource);
+        }
+    }
+    return state;
+}
+
+void Inventory::publish() {
+    if (changed_.empty()) return;
+    std::set<std::string> changed;
+    changed.swap(changed_);
+    for (const std::string& resource : changed) {
+        auto [config, instance] = resolve(resource);
+        const bool offered = config && (!instance || instance->offered);
+        if (!offered) {
+            if (published_.erase(resource)) observer_.resourceWithdrawn(resource);
+            continue;
+        }
+        published_.insert(resource);
+        observer_.resourceChanged(buildResource(*config, instance));
+    }
+}
+
+std::vector<ResourceState> Inventory::resources() const {
+    std::vector<ResourceState> result;
+    for (const auto& [name, c] : configurations_) {
+        result.push_back(buildResource(c, nullptr));
+        for (const auto& [instanceName, instance] : c.instances) {
+            if (instance.offered) result.push_back(buildResource(c, &instance));
+        }
+    }
+    return result;
+}
+
+std::vector<ConfigurationView> Inventory::view() const {
+    std::vector<ConfigurationView> result;
+    for (const auto& [name, c] : configurations_) {
+        ConfigurationView v{c.configuration, c.resource, c.probeError, {}};
+        for (const auto& [instanceName, i] : c.instances) {
+            InstanceView iv{i.name,    i.configuration, i.device,     i.present,
+                            i.offered, i.firstSeenMs,   i.lastSeenMs, {}};
+            for (std::size_t k = 0; k < i.slots.size(); ++k) {
+                const Slot& s = i.slots[k];
+                iv.slots.push_back({slotId(i.name, static_cast<int>(k)), static_cast<int>(k),
+                                    s.holderResource, s.sinceMs, s.pod, s.podNamespace});
+            }
+            v.instances.push_back(std::move(iv));
+        }
+        result.push_back(std::move(v));
+    }
+    return result;
+}
+
+std::size_t Inventory::slotsHeld() const {
+    std::size_t held = 0;
+    for (const auto& [name, c] : configurations_) {
+        for (const auto& [instanceName, i] : c.instances) {
+            for (const Slot& s : i.slots) held += s.holderResource.empty() ? 0 : 1;
+        }
+    }
+    return held;
+}
+
+void Inventory::saveInstance(const InstanceState& instance) {
+    if (!store_) return;
+    StoredInstance stored{instance.name,       instance.configuration,
+                          instance.device.id,  instance.firstSeenMs,
+                          instance.lastSeenMs, instance.present ? "present" : "gone"};
+    if (auto outcome = store_->saveInstance(stored); !outcome) log.warning() << outcome.error();
+}
+
+void Inventory::event(const std::string& level, const std::string& subject, const std::string& message) {
+    if (level == "error") {
+        log.error() << message;
+    } else if (level == "warning") {
+        log.warning() << message;
+    } else {
+        log.info() << message;
+    }
+    if (store_) (void)store_->addEvent(level, subject, message, clock_.wallMs());
+}
+
+}  // namespace devlet

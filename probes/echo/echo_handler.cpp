@@ -1,1 +1,159 @@
-// placeholder
+#include "probes/echo/echo_handler.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <sys/inotify.h>
+#include <yaml-cpp/yaml.h>
+
+#include "runtime/configuration.h"
+#include "runtime/file_watch.h"
+#include "runtime/log.h"
+
+namespace devlet::echo {
+
+namespace {
+constexpr Log log{"echo"};
+
+int lineOf(const YAML::Node& node) {
+    return node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
+}
+
+bool availabilityOffline(const std::string& path) {
+    if (path.empty()) return false;
+    std::ifstream in(path);
+    if (!in) return false;  // no file = available, as in Akri
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str().find("OFFLINE") != std::string::npos;
+}
+
+class EchoProbe : public Probe {
+public:
+    EchoProbe(std::string configuration, EchoDetails details, boost::asio::io_context& loop, ProbeSink& sink)
+        : configuration_(std::move(configuration)), details_(std::move(details)), loop_(loop), sink_(sink) {}
+
+    void start() override {
+        if (!details_.availabilityFile.empty()) {
+            const std::filesystem::path file(details_.availabilityFile);
+            const std::string name = file.filename().string();
+            watch_ = std::make_unique<FileWatch>(loop_);
+            // Watch the directory, not the file: editors and `echo >` replace or
+            // truncate it, and it may not exist yet.
+            watch_->watchDirectory(
+                file.parent_path().string(),
+                IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_MODIFY,
+                [this, name](const std::string& changed, std::uint32_t) {
+                    if (changed.empty() || changed == name) report();
+                });
+        }
+        report();
+    }
+
+    void stop() override { watch_.reset(); }
+
+private:
+    void report() {
+        const bool offline = availabilityOffline(details_.availabilityFile);
+        if (offline == lastOffline_) return;
+        lastOffline_ = offline;
+        if (offline) log.info() << configuration_ << ": " << details_.availabilityFile << " says OFFLINE";
+        sink_.reportSnapshot(configuration_, echoInstances(details_, offline));
+    }
+
+    std::string configuration_;
+    EchoDetails details_;
+    boost::asio::io_context& loop_;
+    ProbeSink& sink_;
+    std::unique_ptr<FileWatch> watch_;
+    std::optional<bool> lastOffline_;
+};
+}  // namespace
+
+EchoDetails parseEchoDetails(const std::string& text, std::vector<DetailsProblem>& problems) {
+    EchoDetails details;
+    YAML::Node root;
+    try {
+        root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+        problems.push_back(
+            {e.mark.line >= 0 ? e.mark.line + 1 : 0, "discoveryDetails is not valid YAML: " + e.msg});
+        return details;
+    }
+    if (!root.IsMap()) {
+        problems.push_back({1, "discoveryDetails must be a mapping with \"descriptions\""});
+        return details;
+    }
+    std::set<std::string> seen;
+    for (const auto& entry : root) {
+        const std::string key = entry.first.as<std::string>("");
+        const YAML::Node& value = entry.second;
+        const int line = lineOf(entry.first);
+        try {
+            if (key == "descriptions") {
+                if (!value.IsSequence()) {
+                    problems.push_back({line, "descriptions must be a list of strings"});
+                    continue;
+                }
+                for (const auto& item : value) {
+                    if (!item.IsScalar() || item.Scalar().empty()) {
+                        problems.push_back({lineOf(item), "each description must be a non-empty string"});
+                        continue;
+                    }
+                    if (!seen.insert(item.Scalar()).second) {
+                        problems.push_back({lineOf(item), "description \"" + item.Scalar() +
+                                                              "\" is listed twice; it is the device id"});
+                        continue;
+                    }
+                    details.descriptions.push_back(item.Scalar());
+                }
+            } else if (key == "shared") {
+                details.shared = value.as<bool>();
+            } else if (key == "availabilityFile") {
+                details.availabilityFile = value.as<std::string>();
+                if (details.availabilityFile.empty() || details.availabilityFile[0] != '/') {
+                    problems.push_back({line, "availabilityFile must be an absolute path"});
+                }
+            } else {
+                problems.push_back({line, "unknown debugEcho key \"" + key +
+                                              "\" (known: descriptions, shared, availabilityFile)"});
+            }
+        } catch (const YAML::Exception&) {
+            problems.push_back({line, "\"" + key + "\" has the wrong type"});
+        }
+    }
+    if (details.descriptions.empty() && problems.empty()) {
+        problems.push_back({1, "debugEcho needs at least one entry in \"descriptions\""});
+    }
+    return details;
+}
+
+std::vector<Instance> echoInstances(const EchoDetails& details, bool offline) {
+    std::vector<Instance> instances;
+    if (offline) return instances;
+    for (const std::string& description : details.descriptions) {
+        Instance instance;
+        instance.id = description;
+        instance.shared = details.shared;
+        instance.properties["DEBUG_ECHO_DESCRIPTION"] = description;
+        instances.push_back(std::move(instance));
+    }
+    return instances;
+}
+
+std::vector<DetailsProblem> EchoHandler::check(const Configuration& configuration) const {
+    std::vector<DetailsProblem> problems;
+    parseEchoDetails(configuration.discoveryDetails, problems);
+    return problems;
+}
+
+std::unique_ptr<Probe> EchoHandler::createProbe(const Configuration& configuration,
+                                                boost::asio::io_context& loop, ProbeSink& sink) {
+    std::vector<DetailsProblem> problems;
+    EchoDetails details = parseEchoDetails(configuration.discoveryDetails, problems);
+    return std::make_unique<EchoProbe>(configuration.name, std::move(details), loop, sink);
+}
+
+}  // namespace devlet::echo

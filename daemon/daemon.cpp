@@ -1,0 +1,282 @@
+#include "daemon/daemon.h"
+
+#include <filesystem>
+#include <set>
+
+#include <sys/inotify.h>
+#include <systemd/sd-daemon.h>
+
+#include "runtime/log.h"
+
+namespace devlet {
+
+namespace {
+constexpr Log log{"daemon"};
+
+// Whether a configuration change needs a new probe (discovery itself changed).
+bool sameDiscovery(const Configuration& a, const Configuration& b) {
+    return a.handler == b.handler && a.discoveryDetails == b.discoveryDetails &&
+           a.discoveryProperties == b.discoveryProperties;
+}
+}  // namespace
+
+Daemon::Daemon(Settings settings, HandlerRegistry& handlers)
+    : settings_(std::move(settings)),
+      handlers_(handlers),
+      watch_(loop_),
+      host_(loop_, watch_, settings_.devicePluginDir),
+      signals_(loop_),
+      reloadTimer_(loop_),
+      graceTimer_(loop_),
+      watchdogTimer_(loop_) {}
+
+Daemon::~Daemon() = default;
+
+int Daemon::run() {
+    std::string error;
+    store_ = Store::open(settings_.stateDir, error);
+    if (!store_) {
+        log.error() << error;
+        return 1;
+    }
+    inventory_ =
+        std::make_unique<Inventory>(settings_.nodeName, settings_.resourceDomain, store_.get(), host_);
+    host_.setInventory(*inventory_);
+    host_.onAllRegistered = [this] {
+        notifyReadyOnce();
+        updateStatus();
+    };
+    log.info() << "devlet " << DEVLET_VERSION << " on node " << settings_.nodeName << "; configurations in "
+               << settings_.confDir << ", state in " << settings_.stateDir;
+
+    signals_.add(SIGTERM);
+    signals_.add(SIGINT);
+    signals_.add(SIGHUP);
+    std::function<void(boost::system::error_code, int)> onSignal =
+        [this, &onSignal](boost::system::error_code ec, int signal) {
+            if (ec) return;
+            if (signal == SIGHUP) {
+                log.info() << "SIGHUP: reloading configurations";
+                reloadConfigurations();
+                signals_.async_wait(onSignal);
+                return;
+            }
+            log.info() << "shutting down (" << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ")";
+            shutdown();
+        };
+    signals_.async_wait(onSignal);
+
+    watch_.watchDirectory(settings_.confDir,
+                          IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE,
+                          [this](const std::string&, std::uint32_t) { scheduleReload(); });
+    reloadConfigurations();
+    inventory_->restoreSlots();
+
+    host_.start();
+    podResources_ = std::make_unique<plugin::PodResourcesClient>(
+        loop_, settings_.podResourcesSocket, settings_.podResourcesInterval,
+        [this](std::vector<PodDevice> held) {
+            if (!podResourcesError_.empty()) log.info() << "PodResources API answers again";
+            podResourcesError_.clear();
+            inventory_->reconcilePods(held, settings_.slotReleaseGrace);
+            armGraceTimer();
+            updateStatus();
+        },
+        [this](const std::string& message) {
+            // Held slots stay held while the kubelet cannot tell who holds them.
+            if (message != podResourcesError_) log.debug() << message << "; held slots stay held";
+            podResourcesError_ = message;
+            updateStatus();
+        });
+    podResources_->start();
+
+    if (host_.kubeletState() != plugin::PluginHost::KubeletState::Registering) notifyReadyOnce();
+    startWatchdog();
+    updateStatus();
+    loop_.run();
+    return 0;
+}
+
+void Daemon::shutdown() {
+    if (stopping_) return;
+    stopping_ = true;
+    sd_notify(0, "STOPPING=1");
+    for (auto& [name, probe] : probes_) probe->stop();
+    probes_.clear();
+    host_.stop();
+    if (podResources_) podResources_->stop();
+    reloadTimer_.cancel();
+    graceTimer_.cancel();
+    watchdogTimer_.cancel();
+    signals_.cancel();
+    loop_.stop();
+}
+
+// ---------------------------------------------------------------------------
+// Configurations
+
+void Daemon::scheduleReload() {
+    // Editors write in several steps (temp file, rename, chmod): settle first.
+    reloadTimer_.expires_after(std::chrono::milliseconds(100));
+    reloadTimer_.async_wait([this](boost::system::error_code ec) {
+        if (!ec) reloadConfigurations();
+    });
+}
+
+void Daemon::reloadConfigurations() {
+    if (stopping_) return;
+    configurationErrors_.clear();
+    std::set<std::string> files;
+    for (const std::string& file : configurationFiles(settings_.confDir)) {
+        files.insert(file);
+        ParsedConfigurations parsed = loadConfigurationFile(file, handlers_, settings_.resourceDomain);
+        for (const ConfigProblem& warning : parsed.warnings) log.warning() << warning.str();
+        if (!parsed.problems.empty()) {
+            for (const ConfigProblem& problem : parsed.problems) {
+                log.error() << problem.str();
+                configurationErrors_.push_back(problem.str());
+            }
+            if (lastGood_.count(file))
+                log.warning() << file << " is broken; its last good version keeps running";
+            continue;
+        }
+        lastGood_[file] = std::move(parsed.configurations);
+    }
+    for (auto it = lastGood_.begin(); it != lastGood_.end();) {
+        it = files.count(it->first) ? std::next(it) : lastGood_.erase(it);
+    }
+
+    std::vector<Configuration> configurations;
+    std::map<std::string, std::string> definedAt;
+    std::map<std::string, std::chrono::milliseconds> grace;
+    for (const auto& [file, list] : lastGood_) {
+        for (const Configuration& configuration : list) {
+            const std::string where =
+                configuration.sourceFile + ":" + std::to_string(configuration.sourceLine);
+            auto [it, added] = definedAt.try_emplace(configuration.name, where);
+            if (!added) {
+                const std::string message = where + ": configuration \"" + configuration.name +
+                                            "\" is already defined at " + it->second +
+                                            "; this one is ignored";
+                log.error() << message;
+                configurationErrors_.push_back(message);
+                continue;
+            }
+            const DiscoveryHandler* handler = handlers_.find(configuration.handler);
+            grace[configuration.name] = configuration.removalGrace.value_or(
+                handler ? handler->defaultRemovalGrace() : std::chrono::milliseconds(0));
+            configurations.push_back(configuration);
+        }
+    }
+    inventory_->applyConfigurations(configurations, grace);
+    restartProbes(configurations);
+    armGraceTimer();
+    updateStatus();
+}
+
+void Daemon::restartProbes(const std::vector<Configuration>& configurations) {
+    std::set<std::string> wanted;
+    for (const Configuration& c : configurations) wanted.insert(c.name);
+    for (auto it = probes_.begin(); it != probes_.end();) {
+        if (wanted.count(it->first)) {
+            ++it;
+            continue;
+        }
+        it->second->stop();
+        running_.erase(it->first);
+        it = probes_.erase(it);
+    }
+    for (const Configuration& configuration : configurations) {
+        auto running = running_.find(configuration.name);
+        if (running != running_.end() && sameDiscovery(running->second, configuration)) continue;
+        if (auto old = probes_.find(configuration.name); old != probes_.end()) old->second->stop();
+        DiscoveryHandler* handler = handlers_.find(configuration.handler);
+        if (!handler) continue;  // rejected when parsed
+        running_[configuration.name] = configuration;
+        auto& probe = probes_[configuration.name];
+        probe = handler->createProbe(configuration, loop_, *this);
+        probe->start();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Discovery
+
+void Daemon::reportSnapshot(const std::string& configuration, std::vector<Instance> instances) {
+    inventory_->reportSnapshot(configuration, std::move(instances));
+    armGraceTimer();
+    updateStatus();
+}
+
+void Daemon::reportProbeError(const std::string& configuration, const std::string& message) {
+    inventory_->reportProbeError(configuration, message);
+}
+
+void Daemon::armGraceTimer() {
+    auto next = inventory_->expireGone();
+    graceTimer_.cancel();
+    if (!next) return;
+    graceTimer_.expires_at(*next);
+    graceTimer_.async_wait([this](boost::system::error_code ec) {
+        if (!ec) armGraceTimer();
+    });
+}
+
+// ---------------------------------------------------------------------------
+// systemd
+
+void Daemon::notifyReadyOnce() {
+    if (ready_) return;
+    ready_ = true;
+    sd_notify(0, "READY=1");
+}
+
+void Daemon::startWatchdog() {
+    std::uint64_t usec = 0;
+    if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return;
+    watchdogInterval_ = std::chrono::microseconds(usec / 2);
+    pingWatchdog();
+}
+
+void Daemon::pingWatchdog() {
+    // Pinged from the loop: a loop that hangs stops pinging and systemd restarts us.
+    sd_notify(0, "WATCHDOG=1");
+    watchdogTimer_.expires_after(watchdogInterval_);
+    watchdogTimer_.async_wait([this](boost::system::error_code ec) {
+        if (!ec) pingWatchdog();
+    });
+}
+
+void Daemon::updateStatus() {
+    std::size_t instances = 0, slots = 0;
+    for (const ConfigurationView& c : inventory_->view()) {
+        for (const InstanceView& i : c.instances) {
+            if (!i.offered) continue;
+            ++instances;
+            slots += std::min<std::size_t>(i.slots.size(), c.configuration.capacity);
+        }
+    }
+    std::string kubelet;
+    switch (host_.kubeletState()) {
+        case plugin::PluginHost::KubeletState::Waiting:
+            kubelet = "waiting for kubelet at " + host_.kubeletSocket();
+            break;
+        case plugin::PluginHost::KubeletState::Registering:
+            kubelet = "registering with kubelet";
+            break;
+        case plugin::PluginHost::KubeletState::Connected:
+            kubelet = "kubelet connected";
+            break;
+    }
+    std::string status = std::to_string(instances) + " instance(s) in " + std::to_string(running_.size()) +
+                         " configuration(s); " + std::to_string(inventory_->slotsHeld()) + " of " +
+                         std::to_string(slots) + " slot(s) in use; " + kubelet;
+    if (!configurationErrors_.empty())
+        status += "; " + std::to_string(configurationErrors_.size()) + " configuration error(s)";
+    if (status == lastStatus_) return;
+    lastStatus_ = status;
+    sd_notify(0, ("STATUS=" + status).c_str());
+    log.info() << status;
+}
+
+}  // namespace devlet

@@ -1,0 +1,71 @@
+#pragma once
+// The composition root of `devlet run`: owns the loop and, in declaration order,
+// everything that posts to it. Wires configurations to probes, probes to the
+// inventory, the inventory to the kubelet plugins. Everything runs on the loop.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "plugin/plugin_host.h"
+#include "plugin/pod_resources_client.h"
+#include "runtime/configuration.h"
+#include "runtime/discovery.h"
+#include "runtime/file_watch.h"
+#include "runtime/inventory.h"
+#include "runtime/settings.h"
+#include "runtime/store.h"
+
+namespace devlet {
+
+class Daemon : public ProbeSink {
+public:
+    Daemon(Settings settings, HandlerRegistry& handlers);
+    ~Daemon() override;
+
+    // Runs until SIGTERM or SIGINT; returns the process exit code.
+    int run();
+
+    void reportSnapshot(const std::string& configuration, std::vector<Instance> instances) override;
+    void reportProbeError(const std::string& configuration, const std::string& message) override;
+
+private:
+    void reloadConfigurations();
+    void scheduleReload();
+    void restartProbes(const std::vector<Configuration>& configurations);
+    void armGraceTimer();
+    void startWatchdog();
+    void pingWatchdog();
+    void notifyReadyOnce();
+    void updateStatus();
+    void shutdown();
+
+    boost::asio::io_context loop_;  // first: outlives everything that posts to it
+    Settings settings_;
+    HandlerRegistry& handlers_;
+    std::unique_ptr<Store> store_;
+    FileWatch watch_;
+    plugin::PluginHost host_;
+    std::unique_ptr<Inventory> inventory_;
+    std::unique_ptr<plugin::PodResourcesClient> podResources_;
+    boost::asio::signal_set signals_;
+    boost::asio::steady_timer reloadTimer_;
+    boost::asio::steady_timer graceTimer_;
+    boost::asio::steady_timer watchdogTimer_;
+    std::map<std::string, std::vector<Configuration>> lastGood_;  // by file: what the file last said validly
+    std::map<std::string, Configuration> running_;                // configurations with a probe
+    std::map<std::string, std::unique_ptr<Probe>> probes_;
+    std::vector<std::string> configurationErrors_;
+    std::string podResourcesError_;
+    std::string lastStatus_;
+    std::chrono::microseconds watchdogInterval_{0};
+    bool ready_ = false;
+    bool stopping_ = false;
+};
+
+}  // namespace devlet

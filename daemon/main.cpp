@@ -1,0 +1,137 @@
+// devlet: discovers devices and offers them to the kubelet. The command line;
+// the one place that names concrete probes.
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "daemon/daemon.h"
+#include "probes/echo/echo_handler.h"
+#include "runtime/configuration.h"
+#include "runtime/discovery.h"
+#include "runtime/log.h"
+#include "runtime/settings.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage:
+  devlet run [--config FILE] [--node-name NAME] [--state-dir DIR] [--conf-dir DIR]
+             [--device-plugin-dir DIR] [--pod-resources-socket PATH]
+             [--listen ADDR:PORT] [--log-level LEVEL]
+  devlet config check FILE...
+  devlet version
+)";
+
+void registerHandlers(devlet::HandlerRegistry& handlers) {
+    handlers.add(std::make_unique<devlet::echo::EchoHandler>());
+}
+
+int usageError(const std::string& message) {
+    std::cerr << "devlet: " << message << "\n" << kUsage;
+    return 2;
+}
+
+int runCommand(const std::vector<std::string>& args) {
+    devlet::SettingsOverrides overrides;
+    const std::vector<std::pair<std::string, std::optional<std::string>*>> flags = {
+        {"--config", &overrides.configFile},
+        {"--node-name", &overrides.nodeName},
+        {"--state-dir", &overrides.stateDir},
+        {"--conf-dir", &overrides.confDir},
+        {"--device-plugin-dir", &overrides.devicePluginDir},
+        {"--pod-resources-socket", &overrides.podResourcesSocket},
+        {"--listen", &overrides.listen},
+        {"--log-level", &overrides.logLevel},
+    };
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string arg = args[i];
+        std::optional<std::string> inlineValue;
+        if (auto eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
+            inlineValue = arg.substr(eq + 1);
+            arg = arg.substr(0, eq);
+        }
+        auto flag = std::find_if(flags.begin(), flags.end(), [&](const auto& f) { return f.first == arg; });
+        if (flag == flags.end()) return usageError("unknown option for run: " + args[i]);
+        if (inlineValue) {
+            *flag->second = *inlineValue;
+        } else if (i + 1 < args.size()) {
+            *flag->second = args[++i];
+        } else {
+            return usageError(arg + " needs a value");
+        }
+    }
+    // Paths on the command line are relative to where devlet was started.
+    for (auto* path : {&overrides.configFile, &overrides.stateDir, &overrides.confDir,
+                       &overrides.devicePluginDir, &overrides.podResourcesSocket}) {
+        if (*path && !path->value().empty())
+            *path = std::filesystem::absolute(path->value()).lexically_normal().string();
+    }
+    devlet::LoadedSettings loaded = devlet::loadSettings(overrides);
+    if (!loaded.problems.empty()) {
+        for (const auto& problem : loaded.problems) std::cerr << "devlet: " << problem.str() << "\n";
+        return 2;
+    }
+    devlet::LogLevel level = devlet::LogLevel::Info;
+    devlet::parseLogLevel(loaded.settings.logLevel, level);
+    devlet::setLogLevel(level);
+    devlet::HandlerRegistry handlers;
+    registerHandlers(handlers);
+    devlet::Daemon daemon(std::move(loaded.settings), handlers);
+    return daemon.run();
+}
+
+int configCheck(const std::vector<std::string>& files) {
+    if (files.empty()) return usageError("config check needs at least one file");
+    devlet::HandlerRegistry handlers;
+    registerHandlers(handlers);
+    // The resource domain shapes valid names: take it from the settings when they load.
+    devlet::LoadedSettings settings = devlet::loadSettings({});
+    const std::string domain = settings.problems.empty() ? settings.settings.resourceDomain : "akri.sh";
+    bool valid = true;
+    for (const std::string& file : files) {
+        devlet::ParsedConfigurations parsed = devlet::loadConfigurationFile(file, handlers, domain);
+        for (const auto& warning : parsed.warnings) std::cerr << warning.str() << " (warning)\n";
+        if (!parsed.problems.empty()) {
+            valid = false;
+            for (const auto& problem : parsed.problems) std::cerr << problem.str() << "\n";
+            continue;
+        }
+        std::cout << file << ": ok, " << parsed.configurations.size() << " configuration(s)";
+        for (const auto& c : parsed.configurations)
+            std::cout << (&c == &parsed.configurations[0] ? ": " : ", ") << c.name;
+        std::cout << "\n";
+    }
+    return valid ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        std::cout << kUsage;
+        return args.empty() ? 2 : 0;
+    }
+    const std::string command = args[0];
+    args.erase(args.begin());
+    try {
+        if (command == "run") return runCommand(args);
+        if (command == "version" || command == "--version") {
+            std::cout << "devlet " << DEVLET_VERSION << "\n";
+            return 0;
+        }
+        if (command == "config") {
+            if (args.empty() || args[0] != "check") return usageError("unknown config command");
+            args.erase(args.begin());
+            return configCheck(args);
+        }
+    } catch (const std::exception& e) {
+        // Components catch their own errors; this is the last line before a crash.
+        std::cerr << "devlet: fatal: " << e.what() << "\n";
+        return 1;
+    }
+    return usageError("unknown command: " + command);
+}

@@ -1,0 +1,231 @@
+#include "plugin/plugin_host.h"
+
+#include <filesystem>
+
+#include <boost/asio/post.hpp>
+#include <grpcpp/grpcpp.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "plugin/device_plugin_server.h"
+#include "runtime/log.h"
+
+namespace devlet::plugin {
+
+namespace {
+constexpr Log log{"kubelet"};
+constexpr const char* kSocketPrefix = "devlet.";
+constexpr std::size_t kMaxSocketPath = 107;  // sun_path, less the terminating NUL
+
+bool exists(const std::string& path) {
+    std::error_code ec;
+    return std::filesystem::exists(path, ec);
+}
+}  // namespace
+
+PluginHost::PluginHost(boost::asio::io_context& loop, FileWatch& watch, std::string devicePluginDir)
+    : loop_(loop), watch_(watch), dir_(std::move(devicePluginDir)) {}
+
+PluginHost::~PluginHost() {
+    *alive_ = false;
+    stop();
+}
+
+void PluginHost::start() {
+    removeStaleSockets();
+    watch_.watchDirectory(
+        dir_, IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM,
+        [this](const std::string& name, std::uint32_t mask) { onDirectoryEvent(name, mask); });
+    if (exists(kubeletSocket())) {
+        kubeletAppeared();
+    } else {
+        log.info() << "waiting for kubelet at " << kubeletSocket() << "; devices are offered once it appears";
+    }
+}
+
+void PluginHost::stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    for (auto& [resource, plugin] : plugins_) plugin.server.reset();
+    plugins_.clear();
+}
+
+void PluginHost::removeStaleSockets() {
+    // Sockets of an earlier run that crashed: the kubelet would keep dialling them.
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind(kSocketPrefix, 0) == 0 && entry.is_socket(ec))
+            std::filesystem::remove(entry.path(), ec);
+    }
+}
+
+void PluginHost::onDirectoryEvent(const std::string& name, std::uint32_t mask) {
+    if (stopped_) return;
+    if (name.empty()) {  // the directory itself appeared or vanished
+        if (exists(kubeletSocket())) {
+            kubeletAppeared();
+        } else {
+            kubeletGone();
+        }
+        return;
+    }
+    if (name == "kubelet.sock") {
+        if (mask & (IN_CREATE | IN_MOVED_TO)) kubeletAppeared();
+        if (mask & (IN_DELETE | IN_MOVED_FROM)) kubeletGone();
+        return;
+    }
+    if (!(mask & (IN_DELETE | IN_MOVED_FROM))) return;
+    for (auto& [resource, plugin] : plugins_) {
+        if (!plugin.server || std::filesystem::path(plugin.server->socketPath()).filename() != name) continue;
+        // Our socket was wiped (a kubelet restart does this): serve anew and register again.
+        log.debug() << "socket of " << resource << " removed";
+        plugin.server.reset();
+        plugin.registration = Plugin::Registration::None;
+        registerPlugin(resource, plugin);
+    }
+}
+
+void PluginHost::kubeletAppeared() {
+    kubeletPresent_ = true;
+    kubelet_ = grpc::CreateChannel("unix://" + kubeletSocket(), grpc::InsecureChannelCredentials());
+    log.info() << "kubelet at " << kubeletSocket() << "; registering " << plugins_.size()
+               << " device plugin(s)";
+    for (auto& [resource, plugin] : plugins_) registerPlugin(resource, plugin);
+}
+
+void PluginHost::kubeletGone() {
+    if (!kubeletPresent_) return;
+    kubeletPresent_ = false;
+    kubelet_.reset();
+    for (auto& [resource, plugin] : plugins_) plugin.registration = Plugin::Registration::None;
+    log.warning() << "kubelet gone (" << kubeletSocket() << " removed); waiting for it to come back";
+}
+
+std::string PluginHost::socketPathFor(const std::string& resource) {
+    std::string name = resource;
+    for (char& ch : name) {
+        if (ch == '/') ch = '_';
+    }
+    const std::string suffix = "." + std::to_string(++generation_) + ".sock";
+    std::string path = dir_ + "/" + kSocketPrefix + name + suffix;
+    if (path.size() > kMaxSocketPath) {
+        // Long resource names in a deep directory: keep the socket path within sun_path.
+        char hash[17];
+        std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(resource));
+        path = dir_ + "/" + kSocketPrefix + hash + suffix;
+    }
+    return path;
+}
+
+void PluginHost::registerPlugin(const std::string& resource, Plugin& plugin) {
+    if (!kubeletPresent_ || stopped_ || !inventory_) return;
+    plugin.server.reset();
+    auto server = std::make_unique<DevicePluginServer>(resource, inventory_->isConfigurationLevel(resource),
+                                                       loop_, *inventory_);
+    const std::string path = socketPathFor(resource);
+    if (auto outcome = server->start(path); !outcome) {
+        log.error() << outcome.error();
+        plugin.registration = Plugin::Registration::None;
+        scheduleRetry(resource, ++plugin.failures);
+        return;
+    }
+    server->publish(plugin.state);
+    plugin.server = std::move(server);
+    plugin.registration = Plugin::Registration::Pending;
+    plugin.attempt = ++attempts_;
+
+    struct Call {
+        grpc::ClientContext context;
+        v1beta1::RegisterRequest request;
+        v1beta1::Empty response;
+        std::unique_ptr<v1beta1::Registration::Stub> stub;
+    };
+    auto call = std::make_shared<Call>();
+    call->request.set_version("v1beta1");
+    call->request.set_endpoint(std::filesystem::path(path).filename().string());
+    call->request.set_resource_name(resource);
+    // The kubelet reads the options through GetDevicePluginOptions; send the same here.
+    call->request.mutable_options()->set_get_preferred_allocation_available(
+        inventory_->isConfigurationLevel(resource));
+    // The kubelet dials back with a 10 s timeout before answering.
+    call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
+    call->stub = v1beta1::Registration::NewStub(kubelet_);
+    const std::uint64_t attempt = plugin.attempt;
+    call->stub->async()->Register(
+        &call->context, &call->request, &call->response,
+        [this, &loop = loop_, call, attempt, resource, alive = alive_](grpc::Status status) {
+            boost::asio::post(loop, [this, attempt, resource, alive, status] {
+                if (*alive) onRegistered(resource, attempt, status.ok(), status.error_message());
+            });
+        });
+}
+
+void PluginHost::onRegistered(const std::string& resource, std::uint64_t attempt, bool ok,
+                              const std::string& error) {
+    auto it = plugins_.find(resource);
+    if (it == plugins_.end() || it->second.attempt != attempt || stopped_) return;
+    Plugin& plugin = it->second;
+    if (!ok) {
+        plugin.registration = Plugin::Registration::None;
+        if (plugin.failures++ == 0)
+            log.warning() << "registering " << resource << " failed: " << error << "; retrying";
+        scheduleRetry(resource, plugin.failures);
+        return;
+    }
+    plugin.registration = Plugin::Registration::Done;
+    if (plugin.failures)
+        log.info() << resource << " registered after " << plugin.failures << " failed attempt(s)";
+    plugin.failures = 0;
+    log.debug() << resource << " registered as " << plugin.server->socketPath();
+    if (registered() == plugins_.size()) {
+        log.info() << "all " << plugins_.size() << " device plugin(s) registered with the kubelet";
+        if (onAllRegistered) onAllRegistered();
+    }
+}
+
+void PluginHost::scheduleRetry(const std::string& resource, int failures) {
+    const auto delay = std::chrono::milliseconds(std::min(50L << std::min(failures, 7), 5000L));
+    auto timer = std::make_shared<boost::asio::steady_timer>(loop_, delay);
+    timer->async_wait([this, timer, resource, alive = alive_](boost::system::error_code ec) {
+        if (ec || !*alive || stopped_) return;
+        auto it = plugins_.find(resource);
+        if (it == plugins_.end() || it->second.registration != Plugin::Registration::None) return;
+        registerPlugin(resource, it->second);
+    });
+}
+
+void PluginHost::resourceChanged(const ResourceState& state) {
+    if (stopped_) return;
+    auto [it, added] = plugins_.try_emplace(state.resource);
+    Plugin& plugin = it->second;
+    plugin.state = state;
+    if (plugin.server) {
+        plugin.server->publish(state);
+    } else if (plugin.registration == Plugin::Registration::None && plugin.failures == 0) {
+        registerPlugin(state.resource, plugin);
+    }
+    if (added) log.debug() << state.resource << " offered with " << state.devices.size() << " device(s)";
+}
+
+void PluginHost::resourceWithdrawn(const std::string& resource) {
+    auto it = plugins_.find(resource);
+    if (it == plugins_.end()) return;
+    plugins_.erase(it);  // the server's destructor ends its streams and removes its socket
+    log.info() << resource << " withdrawn";
+}
+
+PluginHost::KubeletState PluginHost::kubeletState() const {
+    if (!kubeletPresent_) return KubeletState::Waiting;
+    return registered() == plugins_.size() ? KubeletState::Connected : KubeletState::Registering;
+}
+
+std::size_t PluginHost::registered() const {
+    std::size_t n = 0;
+    for (const auto& [resource, plugin] : plugins_)
+        n += plugin.registration == Plugin::Registration::Done ? 1 : 0;
+    return n;
+}
+
+}  // namespace devlet::plugin

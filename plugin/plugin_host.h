@@ -1,0 +1,81 @@
+#pragma once
+// Keeps one DevicePluginServer per offered resource registered with the kubelet.
+// Watches the device-plugin dir with inotify: when the kubelet (re)creates
+// kubelet.sock, or wipes a socket of ours, every affected plugin is served on a
+// fresh socket and registered again. Lives on the loop thread.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include "runtime/file_watch.h"
+#include "runtime/inventory.h"
+
+namespace grpc {
+class Channel;
+}
+
+namespace devlet::plugin {
+
+class DevicePluginServer;
+
+class PluginHost : public InventoryObserver {
+public:
+    enum class KubeletState { Waiting, Registering, Connected };
+
+    PluginHost(boost::asio::io_context& loop, FileWatch& watch, std::string devicePluginDir);
+    ~PluginHost() override;
+
+    // The inventory answers Allocate; set before start().
+    void setInventory(Inventory& inventory) { inventory_ = &inventory; }
+    void start();
+    // Withdraws every plugin and removes its socket (SIGTERM).
+    void stop();
+
+    void resourceChanged(const ResourceState& state) override;
+    void resourceWithdrawn(const std::string& resource) override;
+
+    KubeletState kubeletState() const;
+    std::string kubeletSocket() const { return dir_ + "/kubelet.sock"; }
+    std::size_t registered() const;
+    std::size_t offered() const { return plugins_.size(); }
+    // Called each time every offered resource is registered (readiness).
+    std::function<void()> onAllRegistered;
+
+private:
+    struct Plugin {
+        ResourceState state;
+        std::unique_ptr<DevicePluginServer> server;
+        enum class Registration { None, Pending, Done } registration = Registration::None;
+        std::uint64_t attempt = 0;  // ignores answers to superseded registrations
+        int failures = 0;
+    };
+
+    void onDirectoryEvent(const std::string& name, std::uint32_t mask);
+    void kubeletAppeared();
+    void kubeletGone();
+    void registerPlugin(const std::string& resource, Plugin& plugin);
+    void onRegistered(const std::string& resource, std::uint64_t attempt, bool ok, const std::string& error);
+    void scheduleRetry(const std::string& resource, int failures);
+    std::string socketPathFor(const std::string& resource);
+    void removeStaleSockets();
+
+    boost::asio::io_context& loop_;
+    FileWatch& watch_;
+    std::string dir_;
+    Inventory* inventory_ = nullptr;
+    std::shared_ptr<grpc::Channel> kubelet_;
+    bool kubeletPresent_ = false;
+    bool stopped_ = false;
+    std::map<std::string, Plugin> plugins_;
+    std::uint64_t generation_ = 0;
+    std::uint64_t attempts_ = 0;
+    std::string waitingSince_;
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for callbacks from gRPC threads
+};
+
+}  // namespace devlet::plugin

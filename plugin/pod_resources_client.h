@@ -1,0 +1,50 @@
+#pragma once
+// Asks the kubelet's PodResources API which pods hold which devices, every few
+// seconds; the answer goes to the loop thread. A missing or failing API is
+// reported, never taken as "no pods" (that would free held slots).
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include "runtime/inventory.h"
+
+namespace grpc {
+class Channel;
+}
+
+namespace devlet::plugin {
+
+class PodResourcesClient {
+public:
+    using ListHandler = std::function<void(std::vector<PodDevice>)>;
+    using ErrorHandler = std::function<void(const std::string& error)>;
+
+    PodResourcesClient(boost::asio::io_context& loop, std::string socketPath,
+                       std::chrono::milliseconds interval, ListHandler onList, ErrorHandler onError);
+    ~PodResourcesClient();
+
+    void start();
+    void stop();
+    const std::string& socketPath() const { return socketPath_; }
+
+private:
+    void schedule(std::chrono::milliseconds delay);
+    void poll();
+
+    boost::asio::io_context& loop_;
+    std::string socketPath_;
+    std::chrono::milliseconds interval_;
+    ListHandler onList_;
+    ErrorHandler onError_;
+    boost::asio::steady_timer timer_;
+    std::shared_ptr<grpc::Channel> channel_;
+    bool inFlight_ = false;
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace devlet::plugin

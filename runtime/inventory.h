@@ -1,0 +1,201 @@
+#pragma once
+// The node's inventory: configurations, the instances probes report for them and
+// every instance's capacity slots, with the rule that one slot is held through at
+// most one resource. Owns no OS handles; lives on the loop thread. Changes reach
+// the plugins through InventoryObserver, durable state goes to the Store.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "runtime/configuration.h"
+#include "runtime/instance.h"
+
+namespace devlet {
+
+class Store;
+
+// One device id as a resource lists it to the kubelet.
+struct DeviceState {
+    std::string id;
+    bool healthy = false;
+    std::optional<int> numaNode;
+    bool operator==(const DeviceState&) const = default;
+};
+
+// What one kubelet resource (instance- or configuration-level) offers now.
+struct ResourceState {
+    std::string resource;  // "<domain>/<instance>" or "<domain>/<configuration>"
+    std::string configuration;
+    std::string instance;  // empty for the configuration-level resource
+    std::vector<DeviceState> devices;
+    bool operator==(const ResourceState&) const = default;
+};
+
+class InventoryObserver {
+public:
+    virtual ~InventoryObserver() = default;
+    // A resource appeared or its device list changed (full list).
+    virtual void resourceChanged(const ResourceState& state) = 0;
+    // A resource is no longer offered.
+    virtual void resourceWithdrawn(const std::string& resource) = 0;
+};
+
+// What the container gets for an allocation.
+struct ContainerGrant {
+    std::map<std::string, std::string> envs;
+    std::vector<DeviceNode> devices;
+    std::vector<Mount> mounts;
+};
+
+struct AllocationRefused {
+    std::string message;
+};
+
+// A device the kubelet's PodResources API reports as held by a container.
+struct PodDevice {
+    std::string resource;
+    std::string deviceId;
+    std::string pod;
+    std::string podNamespace;
+};
+
+struct SlotView {
+    std::string id;
+    int index = 0;
+    std::string holderResource;  // empty = free
+    std::int64_t sinceMs = 0;
+    std::string pod;
+    std::string podNamespace;
+};
+
+struct InstanceView {
+    std::string name;
+    std::string configuration;
+    Instance device;
+    bool present = false;  // the probe sees it now
+    bool offered = false;  // its resource is registered (present, or gone within grace)
+    std::int64_t firstSeenMs = 0;
+    std::int64_t lastSeenMs = 0;
+    std::vector<SlotView> slots;
+};
+
+struct ConfigurationView {
+    Configuration configuration;
+    std::string resource;  // configuration-level resource
+    std::string probeError;
+    std::vector<InstanceView> instances;
+};
+
+class Inventory {
+public:
+    // Time sources; tests drive them by hand.
+    struct Clock {
+        std::function<std::chrono::steady_clock::time_point()> steady;
+        std::function<std::int64_t()> wallMs;
+        static Clock system();
+    };
+
+    Inventory(std::string nodeName, std::string resourceDomain, Store* store, InventoryObserver& observer);
+    Inventory(std::string nodeName, std::string resourceDomain, Store* store, InventoryObserver& observer,
+              Clock clock);
+
+    // --- configurations ---------------------------------------------------------
+    // Adds, updates and removes configurations to match `configurations`.
+    // `removalGrace` maps a configuration to its effective grace period.
+    void applyConfigurations(const std::vector<Configuration>& configurations,
+                             const std::map<std::string, std::chrono::milliseconds>& removalGrace);
+    // Restores held slots from the store after a restart (call after applyConfigurations).
+    void restoreSlots();
+
+    // --- discovery --------------------------------------------------------------
+    void reportSnapshot(const std::string& configuration, std::vector<Instance> instances);
+    void reportProbeError(const std::string& configuration, const std::string& message);
+    // Withdraws instances whose grace period ran out; returns when to call again.
+    std::optional<std::chrono::steady_clock::time_point> expireGone();
+
+    // --- allocation (called for the kubelet) ------------------------------------
+    std::variant<ContainerGrant, AllocationRefused> allocate(const std::string& resource,
+                                                             const std::vector<std::string>& deviceIds);
+    std::vector<std::string> preferredAllocation(const std::string& resource,
+                                                 const std::vector<std::string>& available,
+                                                 const std::vector<std::string>& mustInclude, int size) const;
+    // Reconciles held slots with what the kubelet says pods hold; frees slots no
+    // pod has held for `grace`.
+    void reconcilePods(const std::vector<PodDevice>& held, std::chrono::milliseconds grace);
+
+    // --- reading ----------------------------------------------------------------
+    std::vector<ResourceState> resources() const;
+    std::vector<ConfigurationView> view() const;
+    bool isConfigurationLevel(const std::string& resource) const;
+    std::size_t slotsHeld() const;
+
+private:
+    struct Slot {
+        std::string holderResource;
+        std::int64_t sinceMs = 0;
+        std::string pod;
+        std::string podNamespace;
+        std::chrono::steady_clock::time_point lastConfirmed{};
+    };
+    struct InstanceState {
+        std::string name;
+        std::string configuration;
+        Instance device;
+        bool present = false;
+        bool offered = false;
+        std::chrono::steady_clock::time_point goneSince{};
+        std::int64_t firstSeenMs = 0;
+        std::int64_t lastSeenMs = 0;
+        std::vector<Slot> slots;
+    };
+    struct ConfigurationState {
+        Configuration configuration;
+        std::string resource;
+        std::chrono::milliseconds removalGrace{0};
+        std::string probeError;
+        std::map<std::string, InstanceState> instances;  // by instance name
+    };
+    struct SlotRef {
+        ConfigurationState* configuration = nullptr;
+        InstanceState* instance = nullptr;
+        int index = -1;
+    };
+
+    std::string instanceResource(const std::string& instance) const;
+    SlotRef findSlot(const std::string& deviceId);
+    // The configuration (and, for an instance-level resource, the instance) behind a resource.
+    std::pair<const ConfigurationState*, const InstanceState*> resolve(const std::string& resource) const;
+    bool slotHealthy(const ConfigurationState& c, const InstanceState& i, int index,
+                     const std::string& resource) const;
+    ResourceState buildResource(const ConfigurationState& c, const InstanceState* instance) const;
+    ContainerGrant grantFor(const ConfigurationState& c,
+                            const std::vector<const InstanceState*>& instances) const;
+    void resizeSlots(ConfigurationState& c, InstanceState& instance);
+    void releaseSlot(ConfigurationState& c, InstanceState& instance, int index, const std::string& why);
+    void dropInstance(ConfigurationState& c, const std::string& name);
+    void removeConfiguration(const std::string& name);
+    void saveInstance(const InstanceState& instance);
+    void event(const std::string& level, const std::string& subject, const std::string& message);
+    void markChanged(const ConfigurationState& c, const InstanceState* instance);
+    void publish();
+    int freeSlots(const ConfigurationState& c, const InstanceState& i) const;
+
+    std::string nodeName_;
+    std::string domain_;
+    Store* store_;
+    InventoryObserver& observer_;
+    Clock clock_;
+    std::map<std::string, ConfigurationState> configurations_;
+    std::map<std::string, std::string> resourceOwners_;  // CL resource -> configuration
+    std::set<std::string> changed_;                      // resources to re-publish
+    std::set<std::string> published_;                    // resources the observer knows
+};
+
+}  // namespace devlet
