@@ -1,1 +1,692 @@
-// placeholder
+#include "runtime/configuration.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include "runtime/discovery.h"
+#include "runtime/naming.h"
+
+namespace devlet {
+
+namespace {
+
+constexpr std::string_view kApiVersion = "akri.sh/v0";
+constexpr std::string_view kKind = "Configuration";
+constexpr long long kMaxCapacity = 1024;
+// Resource name parts and the ids derived from them stay within the kubelet's 63.
+constexpr std::size_t kMaxNameLength = 63;
+constexpr std::string_view kHashPlaceholder = "xxxxxx";
+constexpr double kMaxRemovalGraceSeconds = 86400;
+
+const std::vector<std::string> kDocumentKeys = {"apiVersion", "kind", "metadata", "spec"};
+// Kubernetes object metadata a `kubectl get -o yaml` export carries; all but name ignored.
+const std::vector<std::string> kMetadataKeys = {
+    "name",         "namespace",       "labels",        "annotations",       "uid",
+    "generateName", "resourceVersion", "generation",    "creationTimestamp", "deletionTimestamp",
+    "finalizers",   "ownerReferences", "managedFields", "selfLink",          "deletionGracePeriodSeconds",
+};
+const std::vector<std::string> kSpecKeys = {
+    "discoveryHandler",         "capacity", "brokerProperties", "brokerSpec", "instanceServiceSpec",
+    "configurationServiceSpec", "devlet",
+};
+// Akri's controller acts on these; devlet only offers devices.
+const std::vector<std::string> kIgnoredSpecKeys = {"brokerSpec", "instanceServiceSpec",
+                                                   "configurationServiceSpec"};
+const std::vector<std::string> kDiscoveryHandlerKeys = {"name", "discoveryDetails", "discoveryProperties"};
+const std::vector<std::string> kDiscoveryPropertyKeys = {"name", "value", "valueFrom"};
+const std::vector<std::string> kDevletKeys = {"allocationPolicy", "uniqueDevices", "configurationResource",
+                                              "removalGracePeriodSeconds"};
+const std::vector<std::string> kAllocationPolicies = {"spread", "pack"};
+
+std::string inQuotes(std::string_view text) {
+    return "\"" + std::string(text) + "\"";
+}
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string result;
+    for (const auto& name : names) {
+        if (!result.empty()) result += ", ";
+        result += name;
+    }
+    return result;
+}
+
+// Optimal string alignment distance (a transposition counts as one edit), ignoring case.
+std::size_t editDistance(std::string_view a, std::string_view b) {
+    auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; };
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            std::size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+            if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) && lower(a[i - 2]) == lower(b[j - 1])) {
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    return d[a.size()][b.size()];
+}
+
+std::string unknownKeyMessage(std::string_view key, std::string_view where,
+                              const std::vector<std::string>& allowed) {
+    std::string message = "unknown key " + inQuotes(key) + " in " + std::string(where);
+    if (std::string hint = nearMiss(key, allowed); !hint.empty())
+        return message + "; did you mean " + inQuotes(hint) + "?";
+    return message + " (allowed: " + joined(allowed) + ")";
+}
+
+bool isLabelName(std::string_view name) {
+    auto lowerAlnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+    if (name.empty() || !lowerAlnum(name.front()) || !lowerAlnum(name.back())) return false;
+    return std::all_of(name.begin(), name.end(), [&](char c) { return lowerAlnum(c) || c == '-'; });
+}
+
+bool isCIdentifier(std::string_view name) {
+    auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+    if (name.empty() || !letter(name.front())) return false;
+    return std::all_of(name.begin(), name.end(), [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
+}
+
+int lineOf(const YAML::Node& node, int fallback) {
+    YAML::Mark mark = node.Mark();
+    return mark.line >= 0 ? mark.line + 1 : fallback;
+}
+
+// One value of a mapping and the line of its key.
+struct Entry {
+    YAML::Node value;
+    int line = 0;
+    // yaml-cpp marks an empty value at the next token, possibly lines later: use the key's line.
+    int valueLine() const { return value.IsNull() ? line : lineOf(value, line); }
+};
+using Mapping = std::map<std::string, Entry>;
+
+const Entry* find(const Mapping& mapping, const std::string& key) {
+    auto it = mapping.find(key);
+    return it == mapping.end() ? nullptr : &it->second;
+}
+
+// Parses the documents of one file into `out`; every problem carries file:line.
+class FileParser {
+public:
+    FileParser(const std::string& text, const std::string& file, const HandlerRegistry& handlers,
+               const std::string& resourceDomain, ParsedConfigurations& out)
+        : file_(file), handlers_(handlers), resourceDomain_(resourceDomain), out_(out) {
+        std::size_t start = 0;
+        while (start <= text.size()) {
+            std::size_t end = text.find('\n', start);
+            if (end == std::string::npos) end = text.size();
+            lines_.emplace_back(text.data() + start, end - start);
+            start = end + 1;
+        }
+    }
+
+    void document(const YAML::Node& doc) {
+        int docLine = lineOf(doc, 1);
+        if (!doc.IsMap()) {
+            error(docLine, "expected a Configuration: a mapping with apiVersion, kind, metadata and spec");
+            return;
+        }
+        std::size_t problemsBefore = out_.problems.size();
+        Mapping top = mapping(doc, docLine, "the document", &kDocumentKeys).value_or(Mapping{});
+        Configuration config;
+        config.sourceFile = file_;
+        config.sourceLine = docLine;
+
+        fixedValue(top, "apiVersion", kApiVersion, docLine);
+        fixedValue(top, "kind", kKind, docLine);
+        int nameLine = docLine;
+        if (const Entry* metadata = find(top, "metadata")) {
+            readMetadata(*metadata, config, nameLine);
+        } else {
+            error(docLine, "metadata is missing (it holds the configuration's name)");
+        }
+        HandlerUse handler;
+        if (const Entry* spec = find(top, "spec")) {
+            readSpec(*spec, config, handler);
+        } else {
+            error(docLine, "spec is missing");
+        }
+        checkName(config, nameLine);
+        if (handler.line > 0) checkDetails(config, handler);
+
+        if (!config.name.empty()) {
+            auto [it, inserted] = nameLines_.try_emplace(config.name, nameLine);
+            if (!inserted) {
+                error(nameLine, "duplicate configuration name " + inQuotes(config.name) + " (lines " +
+                                    std::to_string(it->second) + " and " + std::to_string(nameLine) + ")");
+            }
+        }
+        if (out_.problems.size() == problemsBefore) out_.configurations.push_back(std::move(config));
+    }
+
+    void error(int line, std::string message) { out_.problems.push_back({file_, line, std::move(message)}); }
+    void warning(int line, std::string message) {
+        out_.warnings.push_back({file_, line, std::move(message)});
+    }
+
+private:
+    // Where the handler name was given and whether discoveryDetails could be read.
+    struct HandlerUse {
+        int line = 0;
+        int detailsKeyLine = 0;
+        bool detailsRead = false;
+    };
+
+    // The entries of a mapping, each key once; unknown keys (when `allowed` is given) and
+    // repeated keys are problems. yaml-cpp keeps repeated keys, so they are caught here.
+    std::optional<Mapping> mapping(const YAML::Node& node, int line, const std::string& where,
+                                   const std::vector<std::string>* allowed, bool emptyAllowed = false) {
+        // `brokerProperties:` with every entry commented out is a common sight.
+        if (emptyAllowed && node.IsNull()) return Mapping{};
+        if (!node.IsMap()) {
+            error(line, where + " must be a mapping" + (node.IsNull() ? " (it is empty)" : ""));
+            return std::nullopt;
+        }
+        Mapping result;
+        for (auto it = node.begin(); it != node.end(); ++it) {
+            int keyLine = lineOf(it->first, line);
+            if (!it->first.IsScalar()) {
+                error(keyLine, "keys in " + where + " must be strings");
+                continue;
+            }
+            const std::string& key = it->first.Scalar();
+            if (allowed && std::find(allowed->begin(), allowed->end(), key) == allowed->end()) {
+                error(keyLine, unknownKeyMessage(key, where, *allowed));
+                continue;
+            }
+            auto [existing, inserted] = result.try_emplace(key, Entry{it->second, keyLine});
+            if (!inserted) {
+                error(keyLine, "duplicate key " + inQuotes(key) + " in " + where + " (first at line " +
+                                   std::to_string(existing->second.line) + ")");
+            }
+        }
+        return result;
+    }
+
+    // A string value; an empty value reads as "".
+    std::optional<std::string> text(const Entry& entry, const std::string& what) {
+        if (entry.value.IsNull()) return std::string();
+        if (!entry.value.IsScalar()) {
+            error(entry.valueLine(), what + " must be a string");
+            return std::nullopt;
+        }
+        return entry.value.Scalar();
+    }
+
+    std::optional<long long> integer(const Entry& entry, const std::string& what) {
+        try {
+            if (entry.value.IsScalar()) return entry.value.as<long long>();
+        } catch (const YAML::Exception&) {
+        }
+        error(entry.valueLine(), what + " must be a whole number" + got(entry));
+        return std::nullopt;
+    }
+
+    std::optional<double> number(const Entry& entry, const std::string& what) {
+        try {
+            if (entry.value.IsScalar()) {
+                double value = entry.value.as<double>();
+                if (std::isfinite(value)) return value;
+            }
+        } catch (const YAML::Exception&) {
+        }
+        error(entry.valueLine(), what + " must be a number" + got(entry));
+        return std::nullopt;
+    }
+
+    std::optional<bool> boolean(const Entry& entry, const std::string& what) {
+        try {
+            if (entry.value.IsScalar()) return entry.value.as<bool>();
+        } catch (const YAML::Exception&) {
+        }
+        error(entry.valueLine(), what + " must be true or false" + got(entry));
+        return std::nullopt;
+    }
+
+    static std::string got(const Entry& entry) {
+        if (entry.value.IsNull()) return " (it is empty)";
+        return entry.value.IsScalar() ? " (got " + inQuotes(entry.value.Scalar()) + ")" : "";
+    }
+
+    void fixedValue(const Mapping& top, const std::string& key, std::string_view expected, int docLine) {
+        const Entry* entry = find(top, key);
+        if (!entry) {
+            error(docLine, key + " is missing (expected " + inQuotes(expected) + ")");
+            return;
+        }
+        auto value = text(*entry, key);
+        if (value && *value != expected) {
+            error(entry->valueLine(),
+                  key + " must be " + inQuotes(expected) + " (got " + inQuotes(*value) + ")");
+        }
+    }
+
+    void readMetadata(const Entry& entry, Configuration& config, int& nameLine) {
+        auto metadata = mapping(entry.value, entry.line, "metadata", &kMetadataKeys);
+        if (!metadata) return;
+        const Entry* name = find(*metadata, "name");
+        if (!name) {
+            error(entry.line, "metadata.name is missing: every configuration needs a name");
+            return;
+        }
+        nameLine = name->valueLine();
+        auto value = text(*name, "metadata.name");
+        if (!value) return;
+        if (value->empty()) {
+            error(nameLine, "metadata.name is empty");
+            return;
+        }
+        config.name = *value;
+    }
+
+    void readSpec(const Entry& entry, Configuration& config, HandlerUse& handler) {
+        auto spec = mapping(entry.value, entry.line, "spec", &kSpecKeys);
+        if (!spec) return;
+        if (const Entry* discoveryHandler = find(*spec, "discoveryHandler")) {
+            readDiscoveryHandler(*discoveryHandler, config, handler);
+        } else {
+            error(entry.line,
+                  "spec.discoveryHandler is missing (it names the discovery handler and its details)");
+        }
+        if (const Entry* capacity = find(*spec, "capacity")) {
+            if (auto value = integer(*capacity, "spec.capacity")) {
+                if (*value < 1) {
+                    error(capacity->valueLine(),
+                          "spec.capacity must be at least 1 (got " + std::to_string(*value) + ")");
+                } else if (*value > kMaxCapacity) {
+                    error(capacity->valueLine(), "spec.capacity must be at most " +
+                                                     std::to_string(kMaxCapacity) + " (got " +
+                                                     std::to_string(*value) + ")");
+                } else {
+                    config.capacity = static_cast<int>(*value);
+                }
+            }
+        }
+        if (const Entry* brokerProperties = find(*spec, "brokerProperties")) {
+            readBrokerProperties(*brokerProperties, config);
+        }
+        for (const auto& key : kIgnoredSpecKeys) {
+            if (const Entry* ignored = find(*spec, key)) {
+                warning(ignored->line,
+                        "spec." + key + ": devlet does not deploy brokers or services; ignored");
+            }
+        }
+        if (const Entry* devlet = find(*spec, "devlet")) readDevlet(*devlet, config);
+    }
+
+    void readDiscoveryHandler(const Entry& entry, Configuration& config, HandlerUse& handler) {
+        const std::string where = "spec.discoveryHandler";
+        auto discoveryHandler = mapping(entry.value, entry.line, where, &kDiscoveryHandlerKeys);
+        if (!discoveryHandler) return;
+        if (const Entry* name = find(*discoveryHandler, "name")) {
+            auto value = text(*name, where + ".name");
+            if (value && value->empty()) error(name->valueLine(), where + ".name is empty");
+            if (value && !value->empty()) {
+                config.handler = *value;
+                handler.line = name->valueLine();
+            }
+        } else {
+            error(entry.line, where + ".name is missing (known handlers: " + joined(handlers_.names()) + ")");
+        }
+        handler.detailsKeyLine = entry.line;
+        config.detailsLine = entry.line;
+        handler.detailsRead = true;
+        if (const Entry* details = find(*discoveryHandler, "discoveryDetails")) {
+            handler.detailsKeyLine = details->line;
+            auto value = text(*details, where + ".discoveryDetails");
+            handler.detailsRead = value.has_value();
+            if (value) {
+                config.discoveryDetails = *value;
+                config.detailsLine = detailsStart(*details);
+            }
+        }
+        if (const Entry* properties = find(*discoveryHandler, "discoveryProperties")) {
+            readDiscoveryProperties(*properties, config);
+        }
+    }
+
+    // The file line of the details text's first line. A block scalar (`discoveryDetails: |`)
+    // starts on the line after its indicator; any other scalar where its value starts.
+    int detailsStart(const Entry& details) const {
+        if (details.value.IsNull()) return details.line;
+        YAML::Mark mark = details.value.Mark();
+        if (mark.line < 0 || static_cast<std::size_t>(mark.line) >= lines_.size()) return details.line;
+        std::string_view rest = lines_[mark.line];
+        rest = rest.substr(std::min(rest.size(), static_cast<std::size_t>(std::max(mark.column, 0))));
+        // Skip a tag (!!str) or an anchor (&a) in front of the scalar itself.
+        while (true) {
+            std::size_t start = rest.find_first_not_of(" \t");
+            if (start == std::string_view::npos) return mark.line + 1;
+            rest = rest.substr(start);
+            if (rest.front() != '!' && rest.front() != '&') break;
+            std::size_t end = rest.find_first_of(" \t");
+            if (end == std::string_view::npos) return mark.line + 1;
+            rest = rest.substr(end);
+        }
+        bool block = rest.front() == '|' || rest.front() == '>';
+        return block ? mark.line + 2 : mark.line + 1;
+    }
+
+    void readDiscoveryProperties(const Entry& entry, Configuration& config) {
+        const std::string where = "spec.discoveryHandler.discoveryProperties";
+        if (entry.value.IsNull()) return;
+        if (!entry.value.IsSequence()) {
+            error(entry.valueLine(), where + " must be a list of {name, value}");
+            return;
+        }
+        std::map<std::string, int> seen;
+        std::size_t index = 0;
+        for (const auto& item : entry.value) {
+            std::string itemWhere = where + "[" + std::to_string(index++) + "]";
+            int itemLine = lineOf(item, entry.line);
+            auto property = mapping(item, itemLine, itemWhere, &kDiscoveryPropertyKeys);
+            if (!property) continue;
+            const Entry* name = find(*property, "name");
+            if (!name) {
+                error(itemLine, itemWhere + ".name is missing");
+                continue;
+            }
+            auto propertyName = text(*name, itemWhere + ".name");
+            if (!propertyName) continue;
+            if (!isCIdentifier(*propertyName)) {
+                error(name->valueLine(), itemWhere + ".name " + inQuotes(*propertyName) +
+                                             " must be a C identifier (letters, digits and '_', not starting "
+                                             "with a digit)");
+                continue;
+            }
+            if (const Entry* valueFrom = find(*property, "valueFrom")) {
+                error(
+                    valueFrom->line,
+                    itemWhere + " (" + *propertyName +
+                        "): valueFrom (secretKeyRef/configMapKeyRef) is not supported: devlet does not read "
+                        "Secrets or ConfigMaps from the cluster; it reads secrets from root-only files or "
+                        "systemd credentials (LoadCredential=)");
+                continue;
+            }
+            std::string value;
+            if (const Entry* given = find(*property, "value")) {
+                auto givenValue = text(*given, itemWhere + ".value");
+                if (!givenValue) continue;
+                value = *givenValue;
+            }
+            auto [first, inserted] = seen.try_emplace(*propertyName, name->valueLine());
+            if (!inserted) {
+                error(name->valueLine(), "duplicate discovery property " + inQuotes(*propertyName) +
+                                             " (first at line " + std::to_string(first->second) + ")");
+                continue;
+            }
+            config.discoveryProperties[*propertyName] = value;
+        }
+    }
+
+    void readBrokerProperties(const Entry& entry, Configuration& config) {
+        auto properties = mapping(entry.value, entry.line, "spec.brokerProperties", nullptr, true);
+        if (!properties) return;
+        for (const auto& [key, property] : *properties) {
+            // They become container environment variables.
+            if (key.empty() || key.find('=') != std::string::npos) {
+                error(property.line,
+                      "spec.brokerProperties: " + inQuotes(key) +
+                          " is not a usable environment variable name (empty or contains '=')");
+                continue;
+            }
+            if (auto value = text(property, "spec.brokerProperties." + key))
+                config.brokerProperties[key] = *value;
+        }
+    }
+
+    void readDevlet(const Entry& entry, Configuration& config) {
+        const std::string where = "spec.devlet";
+        auto devlet = mapping(entry.value, entry.line, where, &kDevletKeys, true);
+        if (!devlet) return;
+        if (const Entry* policy = find(*devlet, "allocationPolicy")) {
+            if (auto value = text(*policy, where + ".allocationPolicy")) {
+                if (*value == "spread") {
+                    config.allocationPolicy = AllocationPolicy::Spread;
+                } else if (*value == "pack") {
+                    config.allocationPolicy = AllocationPolicy::Pack;
+                } else {
+                    std::string message = where + ".allocationPolicy must be \"spread\" or \"pack\" (got " +
+                                          inQuotes(*value) + ")";
+                    if (std::string hint = nearMiss(*value, kAllocationPolicies); !hint.empty()) {
+                        message += "; did you mean " + inQuotes(hint) + "?";
+                    }
+                    error(policy->valueLine(), message);
+                }
+            }
+        }
+        if (const Entry* unique = find(*devlet, "uniqueDevices")) {
+            if (auto value = boolean(*unique, where + ".uniqueDevices")) config.uniqueDevices = *value;
+        }
+        if (const Entry* resource = find(*devlet, "configurationResource")) {
+            if (auto value = text(*resource, where + ".configurationResource")) {
+                if (std::string problem = resourceNameProblem(*value); !problem.empty()) {
+                    error(resource->valueLine(), where + ".configurationResource " + inQuotes(*value) +
+                                                     " is not a valid extended resource name: " + problem);
+                } else {
+                    config.configurationResource = *value;
+                }
+            }
+        }
+        if (const Entry* grace = find(*devlet, "removalGracePeriodSeconds")) {
+            if (auto seconds = number(*grace, where + ".removalGracePeriodSeconds")) {
+                if (*seconds < 0 || *seconds > kMaxRemovalGraceSeconds) {
+                    error(grace->valueLine(),
+                          where + ".removalGracePeriodSeconds must be between 0 and 86400 (got " +
+                              grace->value.Scalar() + ")");
+                } else {
+                    config.removalGrace = std::chrono::milliseconds(std::llround(*seconds * 1000));
+                }
+            }
+        }
+    }
+
+    // The configuration's name becomes part of Kubernetes resource names and device ids.
+    void checkName(const Configuration& config, int line) {
+        const std::string& name = config.name;
+        if (name.empty()) return;
+        if (!isLabelName(name)) {
+            error(line, "metadata.name " + inQuotes(name) +
+                            " must consist of lower-case letters, digits and '-', and start and end with a "
+                            "letter or digit (it becomes part of resource names)");
+            return;
+        }
+        // The instance resource <name>-<hash> and every slot id <name>-<hash>-<k> must fit.
+        std::string instance = instanceName(name, kHashPlaceholder);
+        std::string lastSlot = slotId(instance, config.capacity - 1);
+        std::string room = std::to_string(kMaxNameLength - (lastSlot.size() - name.size()));
+        std::string has = " characters (it has " + std::to_string(name.size()) + ")";
+        if (instance.size() > kMaxNameLength) {
+            error(line, "name too long: " + instance + " must fit in " + std::to_string(kMaxNameLength) +
+                            " characters; with slot ids up to " + lastSlot +
+                            " the configuration name can have at most " + room + has);
+            return;
+        }
+        if (lastSlot.size() > kMaxNameLength) {
+            error(line, "name too long for capacity " + std::to_string(config.capacity) + ": slot id " +
+                            lastSlot + " must fit in " + std::to_string(kMaxNameLength) +
+                            " characters, so the configuration name can have at most " + room + has);
+            return;
+        }
+        std::string instanceResource = resourceDomain_ + "/" + instanceName(name, "000000");
+        if (std::string problem = resourceNameProblem(instanceResource); !problem.empty()) {
+            error(line, "resource name " + resourceDomain_ + "/" + instance + " is not valid: " + problem);
+            return;
+        }
+        if (config.configurationResource.empty()) {
+            std::string resource = resourceDomain_ + "/" + name;
+            if (std::string problem = resourceNameProblem(resource); !problem.empty()) {
+                error(line, "resource name " + resource + " is not valid: " + problem);
+            }
+        }
+    }
+
+    void checkDetails(const Configuration& config, const HandlerUse& handler) {
+        const DiscoveryHandler* found = handlers_.find(config.handler);
+        if (!found) {
+            std::vector<std::string> known = handlers_.names();
+            std::string message = "unknown discovery handler " + inQuotes(config.handler);
+            if (std::string hint = nearMiss(config.handler, known); !hint.empty()) {
+                message += "; did you mean " + inQuotes(hint) + "?";
+            }
+            message +=
+                known.empty() ? " (no discovery handlers are available)" : " (known: " + joined(known) + ")";
+            error(handler.line, message);
+            return;
+        }
+        if (!handler.detailsRead) return;
+        std::vector<DetailsProblem> problems;
+        try {
+            problems = found->check(config);
+        } catch (const std::exception& e) {
+            problems.push_back({0, std::string("the handler could not check them: ") + e.what()});
+        } catch (...) {
+            problems.push_back({0, "the handler could not check them"});
+        }
+        for (const auto& problem : problems) {
+            int line = problem.line > 0 ? config.detailsLine + problem.line - 1 : handler.detailsKeyLine;
+            error(line, "discoveryDetails (" + config.handler + "): " + problem.message);
+        }
+    }
+
+    std::string file_;
+    const HandlerRegistry& handlers_;
+    std::string resourceDomain_;
+    ParsedConfigurations& out_;
+    std::vector<std::string_view> lines_;  // views into the caller's text, for block-scalar lines
+    std::map<std::string, int> nameLines_;
+};
+
+std::optional<std::string> readFile(const std::string& path, std::string& error) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        error = std::strerror(errno);
+        return std::nullopt;
+    }
+    std::string content;
+    char buffer[16384];
+    while (true) {
+        ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            error = std::strerror(errno);
+            ::close(fd);
+            return std::nullopt;
+        }
+        if (n == 0) break;
+        content.append(buffer, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return content;
+}
+
+bool endsWith(std::string_view text, std::string_view suffix) {
+    return text.ends_with(suffix);
+}
+
+// Names that editors, package managers and half-finished copies leave behind.
+bool isConfigurationFileName(std::string_view name) {
+    if (!(endsWith(name, ".yaml") || endsWith(name, ".yml"))) return false;
+    if (name.starts_with('.') || name.starts_with('#')) return false;  // hidden, emacs autosave
+    for (std::string_view marker : {".dpkg-", ".ucf-", ".swp", ".swx", ".tmp", "~"}) {
+        if (name.find(marker) != std::string_view::npos) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::string ConfigProblem::str() const {
+    if (line > 0) return file + ":" + std::to_string(line) + ": " + message;
+    return file + ": " + message;
+}
+
+std::string nearMiss(std::string_view word, const std::vector<std::string>& candidates) {
+    // Short words would "match" almost anything within two edits.
+    std::size_t limit = word.size() <= 2 ? 0 : word.size() <= 4 ? 1 : 2;
+    std::string best;
+    std::size_t bestDistance = limit + 1;
+    for (const auto& candidate : candidates) {
+        std::size_t distance = editDistance(word, candidate);
+        if (distance < bestDistance) {
+            bestDistance = distance;
+            best = candidate;
+        }
+    }
+    return best;
+}
+
+ParsedConfigurations parseConfigurations(const std::string& text, const std::string& fileName,
+                                         const HandlerRegistry& handlers, const std::string& resourceDomain) {
+    ParsedConfigurations out;
+    std::vector<YAML::Node> documents;
+    try {
+        documents = YAML::LoadAll(text);
+    } catch (const YAML::Exception& e) {
+        out.problems.push_back(
+            {fileName, e.mark.line >= 0 ? e.mark.line + 1 : 0, "YAML syntax error: " + e.msg});
+        return out;
+    } catch (const std::exception& e) {
+        out.problems.push_back({fileName, 0, std::string("cannot parse YAML: ") + e.what()});
+        return out;
+    }
+    FileParser parser(text, fileName, handlers, resourceDomain, out);
+    for (const auto& document : documents) {
+        if (document.IsNull()) continue;  // empty document (a stray "---", only comments)
+        try {
+            parser.document(document);
+        } catch (const YAML::Exception& e) {
+            parser.error(e.mark.line >= 0 ? e.mark.line + 1 : lineOf(document, 0), e.msg);
+        } catch (const std::exception& e) {
+            parser.error(lineOf(document, 0), e.what());
+        }
+    }
+    auto byLine = [](const ConfigProblem& a, const ConfigProblem& b) { return a.line < b.line; };
+    std::stable_sort(out.problems.begin(), out.problems.end(), byLine);
+    std::stable_sort(out.warnings.begin(), out.warnings.end(), byLine);
+    // The file is rejected as a whole: a half-applied file is harder to reason about.
+    if (!out.problems.empty()) out.configurations.clear();
+    return out;
+}
+
+ParsedConfigurations loadConfigurationFile(const std::string& path, const HandlerRegistry& handlers,
+                                           const std::string& resourceDomain) {
+    std::string error;
+    auto text = readFile(path, error);
+    if (!text) {
+        ParsedConfigurations out;
+        out.problems.push_back({path, 0, "cannot read: " + error});
+        return out;
+    }
+    return parseConfigurations(*text, path, handlers, resourceDomain);
+}
+
+std::vector<std::string> configurationFiles(const std::string& dir) {
+    std::vector<std::string> files;
+    std::error_code ec;
+    std::filesystem::directory_iterator it(dir, ec);
+    if (ec) return files;
+    for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
+        if (ec) break;
+        std::string name = it->path().filename().string();
+        if (!isConfigurationFileName(name)) continue;
+        std::error_code statError;
+        if (!it->is_regular_file(statError)) continue;  // follows symlinks, as conf.d users expect
+        files.push_back(it->path().string());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+}  // namespace devlet

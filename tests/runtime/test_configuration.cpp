@@ -1,1 +1,614 @@
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <yaml-cpp/yaml.h>
+
+#include "runtime/configuration.h"
+#include "runtime/discovery.h"
+
+namespace devlet {
+namespace {
+
+// Stands in for a real handler: its details are YAML with one known key, `descriptions`.
+class FakeHandler : public DiscoveryHandler {
+public:
+    explicit FakeHandler(std::string name, bool throws = false) : name_(std::move(name)), throws_(throws) {}
+
+    std::string_view name() const override { return name_; }
+
+    std::vector<DetailsProblem> check(const Configuration& configuration) const override {
+        if (throws_) throw std::runtime_error("boom");
+        checked_.push_back(configuration);
+        std::vector<DetailsProblem> problems;
+        try {
+            YAML::Node details = YAML::Load(configuration.discoveryDetails);
+            if (!details.IsMap()) return problems;
+            for (auto it = details.begin(); it != details.end(); ++it) {
+                if (it->first.Scalar() != "descriptions") {
+                    problems.push_back(
+                        {it->first.Mark().line + 1, "unknown key \"" + it->first.Scalar() + "\""});
+                }
+            }
+        } catch (const YAML::Exception& e) {
+            problems.push_back({e.mark.line + 1, e.msg});
+        }
+        return problems;
+    }
+
+    std::unique_ptr<Probe> createProbe(const Configuration&, boost::asio::io_context&, ProbeSink&) override {
+        return nullptr;
+    }
+
+    mutable std::vector<Configuration> checked_;
+
+private:
+    std::string name_;
+    bool throws_;
+};
+
+class ConfigurationTest : public ::testing::Test {
+protected:
+    ConfigurationTest() {
+        auto echo = std::make_unique<FakeHandler>("debugEcho");
+        echo_ = echo.get();
+        handlers_.add(std::move(echo));
+        handlers_.add(std::make_unique<FakeHandler>("udev"));
+        handlers_.add(std::make_unique<FakeHandler>("broken", /*throws=*/true));
+    }
+
+    ParsedConfigurations parse(const std::string& text, const std::string& domain = "akri.sh") {
+        return parseConfigurations(text, "conf.d/test.yaml", handlers_, domain);
+    }
+
+    // A minimal valid document with the given spec lines (indented by the caller).
+    static std::string document(const std::string& name, const std::string& specLines) {
+        return "apiVersion: akri.sh/v0\n"
+               "kind: Configuration\n"
+               "metadata:\n"
+               "  name: " +
+               name +
+               "\n"
+               "spec:\n"
+               "  discoveryHandler:\n"
+               "    name: debugEcho\n"
+               "    discoveryDetails: |\n"
+               "      descriptions: [foo0]\n" +
+               specLines;
+    }
+
+    static std::string allMessages(const ParsedConfigurations& parsed) {
+        std::string all;
+        for (const auto& problem : parsed.problems) all += problem.str() + "\n";
+        return all;
+    }
+
+    HandlerRegistry handlers_;
+    FakeHandler* echo_ = nullptr;
+};
+
+// Akri's own e2e configuration (test/e2e/yaml/debugEchoConfiguration.yaml), unchanged.
+constexpr const char* kAkriE2eDebugEcho = R"(apiVersion: akri.sh/v0
+kind: Configuration
+metadata:
+  name: akri-debug-echo-foo
+spec:
+  discoveryHandler: 
+    name: debugEcho
+    discoveryDetails: |+
+      descriptions:
+        - bar0
+        - bar1
+  brokerSpec:
+    brokerPodSpec:
+      containers:
+      - name: akri-debug-echo-foo-broker
+        image: "nginx:stable-alpine"
+        resources:
+          requests:
+            "{{PLACEHOLDER}}" : "1"
+            memory: 10Mi
+            cpu: 10m
+          limits:
+            "{{PLACEHOLDER}}" : "1"
+            memory: 30Mi
+            cpu: 29m
+  instanceServiceSpec:
+    type: ClusterIP
+    ports:
+    - name: akri-debug-echo-foo-instance-service
+      port: 6052
+      protocol: TCP
+      targetPort: 6052
+  configurationServiceSpec:
+    type: ClusterIP
+    ports:
+    - name: akri-debug-echo-foo-configuration-service
+      port: 6052
+      protocol: TCP
+      targetPort: 6052
+  brokerProperties:
+    RESOLUTION_WIDTH: "800"
+    RESOLUTION_HEIGHT: "600"
+  capacity: 2
+)";
+
+TEST_F(ConfigurationTest, ParsesAkriDebugEchoConfiguration) {
+    auto parsed = parse(kAkriE2eDebugEcho);
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    ASSERT_EQ(parsed.configurations.size(), 1u);
+    const Configuration& config = parsed.configurations[0];
+    EXPECT_EQ(config.name, "akri-debug-echo-foo");
+    EXPECT_EQ(config.handler, "debugEcho");
+    EXPECT_EQ(config.discoveryDetails, "descriptions:\n  - bar0\n  - bar1\n");
+    EXPECT_EQ(config.detailsLine, 9);
+    EXPECT_EQ(config.capacity, 2);
+    EXPECT_EQ(config.brokerProperties, (std::map<std::string, std::string>{{"RESOLUTION_HEIGHT", "600"},
+                                                                           {"RESOLUTION_WIDTH", "800"}}));
+    EXPECT_EQ(config.sourceFile, "conf.d/test.yaml");
+    EXPECT_EQ(config.sourceLine, 1);
+}
+
+TEST_F(ConfigurationTest, MinimalConfigurationGetsDefaults) {
+    auto parsed = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: udev\n");
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    ASSERT_EQ(parsed.configurations.size(), 1u);
+    const Configuration& config = parsed.configurations[0];
+    EXPECT_EQ(config.discoveryDetails, "");
+    EXPECT_EQ(config.capacity, 1);
+    EXPECT_EQ(config.allocationPolicy, AllocationPolicy::Spread);
+    EXPECT_FALSE(config.uniqueDevices);
+    EXPECT_EQ(config.configurationResource, "");
+    EXPECT_FALSE(config.removalGrace.has_value());
+    EXPECT_TRUE(parsed.warnings.empty());
+}
+
+TEST_F(ConfigurationTest, BrokerSpecIsWarning) {
+    auto parsed = parse(kAkriE2eDebugEcho);
+    ASSERT_EQ(parsed.configurations.size(), 1u);
+    ASSERT_EQ(parsed.warnings.size(), 3u);
+    EXPECT_EQ(parsed.warnings[0].str(),
+              "conf.d/test.yaml:12: spec.brokerSpec: devlet does not deploy brokers or services; ignored");
+    EXPECT_EQ(parsed.warnings[1].line, 26);
+    EXPECT_EQ(parsed.warnings[2].line, 33);
+}
+
+TEST_F(ConfigurationTest, UnknownSpecKeyIsErrorWithLineAndSuggestion) {
+    auto parsed = parse(document("cams", "  capcity: 2\n"));
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].str(),
+              "conf.d/test.yaml:10: unknown key \"capcity\" in spec; did you mean \"capacity\"?");
+    EXPECT_TRUE(parsed.configurations.empty());
+}
+
+TEST_F(ConfigurationTest, UnknownKeyFarFromAllListsAllowedKeys) {
+    auto parsed = parse(document("cams", "  replicas: 2\n"));
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_NE(parsed.problems[0].message.find("allowed: discoveryHandler, capacity"), std::string::npos)
+        << parsed.problems[0].message;
+}
+
+TEST_F(ConfigurationTest, UnknownTopLevelKeyRejected) {
+    auto parsed = parse("status: {}\n" + document("cams", ""));
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].line, 1);
+    EXPECT_NE(parsed.problems[0].message.find("\"status\""), std::string::npos);
+}
+
+TEST_F(ConfigurationTest, UnknownDiscoveryHandlerKeyRejected) {
+    auto parsed = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: udev\n    discoveryDetail: x\n");
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].line, 8);
+    EXPECT_NE(parsed.problems[0].message.find("did you mean \"discoveryDetails\"?"), std::string::npos);
+}
+
+TEST_F(ConfigurationTest, KubernetesMetadataAcceptedUnknownMetadataRejected) {
+    auto accepted = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\n"
+        "metadata:\n  name: cams\n  namespace: default\n  labels: {a: b}\n  annotations: {c: d}\n  uid: "
+        "1234\n"
+        "spec:\n  discoveryHandler:\n    name: udev\n");
+    EXPECT_TRUE(accepted.problems.empty()) << allMessages(accepted);
+
+    auto rejected = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\n"
+        "metadata:\n  name: cams\n  lables: {a: b}\n"
+        "spec:\n  discoveryHandler:\n    name: udev\n");
+    ASSERT_EQ(rejected.problems.size(), 1u);
+    EXPECT_EQ(rejected.problems[0].str(),
+              "conf.d/test.yaml:5: unknown key \"lables\" in metadata; did you mean \"labels\"?");
+}
+
+TEST_F(ConfigurationTest, DuplicateKeyRejected) {
+    auto parsed = parse(document("cams", "  capacity: 2\n  capacity: 3\n"));
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].line, 11);
+    EXPECT_NE(parsed.problems[0].message.find("first at line 10"), std::string::npos);
+}
+
+TEST_F(ConfigurationTest, WrongApiVersionAndKindRejected) {
+    auto parsed = parse(
+        "apiVersion: akri.sh/v1\nkind: Instance\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: udev\n");
+    ASSERT_EQ(parsed.problems.size(), 2u) << allMessages(parsed);
+    EXPECT_EQ(parsed.problems[0].str(),
+              "conf.d/test.yaml:1: apiVersion must be \"akri.sh/v0\" (got \"akri.sh/v1\")");
+    EXPECT_EQ(parsed.problems[1].str(),
+              "conf.d/test.yaml:2: kind must be \"Configuration\" (got \"Instance\")");
+}
+
+TEST_F(ConfigurationTest, MissingRequiredFieldsRejected) {
+    auto parsed = parse("apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  namespace: x\nspec: {}\n");
+    std::string all = allMessages(parsed);
+    EXPECT_NE(all.find(":3: metadata.name is missing"), std::string::npos) << all;
+    EXPECT_NE(all.find(":5: spec.discoveryHandler is missing"), std::string::npos) << all;
+
+    auto noSpec = parse("apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n");
+    ASSERT_EQ(noSpec.problems.size(), 1u);
+    EXPECT_EQ(noSpec.problems[0].str(), "conf.d/test.yaml:1: spec is missing");
+}
+
+TEST_F(ConfigurationTest, CapacityZeroRejected) {
+    auto parsed = parse(document("cams", "  capacity: 0\n"));
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].str(), "conf.d/test.yaml:10: spec.capacity must be at least 1 (got 0)");
+}
+
+TEST_F(ConfigurationTest, NegativeCapacityRejected) {
+    auto parsed = parse(document("cams", "  capacity: -3\n"));
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].line, 10);
+    EXPECT_NE(parsed.problems[0].message.find("at least 1"), std::string::npos);
+}
+
+TEST_F(ConfigurationTest, CapacityAbove1024Rejected) {
+    EXPECT_TRUE(parse(document("cams", "  capacity: 1024\n")).problems.empty());
+    auto parsed = parse(document("cams", "  capacity: 1025\n"));
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_NE(parsed.problems[0].message.find("at most 1024"), std::string::npos);
+}
+
+TEST_F(ConfigurationTest, NonIntegerCapacityRejected) {
+    for (const char* value : {"1.5", "two", "[1]", "99999999999999999999999"}) {
+        auto parsed = parse(document("cams", std::string("  capacity: ") + value + "\n"));
+        ASSERT_EQ(parsed.problems.size(), 1u) << value;
+        EXPECT_EQ(parsed.problems[0].line, 10);
+        EXPECT_NE(parsed.problems[0].message.find("whole number"), std::string::npos) << value;
+    }
+}
+
+TEST_F(ConfigurationTest, BrokerPropertiesMustBeStrings) {
+    auto parsed = parse(document("cams", "  brokerProperties:\n    WIDTH: 800\n    LIST: [1, 2]\n"));
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].line, 12);
+    EXPECT_NE(parsed.problems[0].message.find("LIST must be a string"), std::string::npos);
+}
+
+TEST_F(ConfigurationTest, EmptyOptionalSectionsAccepted) {
+    auto parsed = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: udev\n    discoveryDetails:\n    discoveryProperties:\n"
+        "  brokerProperties:\n  #  WIDTH: \"800\"\n  devlet:\n");
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    ASSERT_EQ(parsed.configurations.size(), 1u);
+    EXPECT_TRUE(parsed.configurations[0].brokerProperties.empty());
+    EXPECT_EQ(parsed.configurations[0].discoveryDetails, "");
+}
+
+TEST_F(ConfigurationTest, DiscoveryPropertiesParsed) {
+    auto parsed = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: udev\n    discoveryProperties:\n"
+        "    - name: MODE\n      value: fast\n    - name: EMPTY\n");
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    ASSERT_EQ(parsed.configurations.size(), 1u);
+    EXPECT_EQ(parsed.configurations[0].discoveryProperties,
+              (std::map<std::string, std::string>{{"EMPTY", ""}, {"MODE", "fast"}}));
+}
+
+TEST_F(ConfigurationTest, ValueFromRejected) {
+    auto parsed = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: udev\n    discoveryProperties:\n"
+        "    - name: USERNAME\n      valueFrom:\n        secretKeyRef:\n          name: creds\n          "
+        "key: user\n");
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].line, 10);
+    const std::string& message = parsed.problems[0].message;
+    EXPECT_NE(message.find("valueFrom"), std::string::npos) << message;
+    EXPECT_NE(message.find("root-only files"), std::string::npos) << message;
+    EXPECT_NE(message.find("systemd credentials"), std::string::npos) << message;
+}
+
+TEST_F(ConfigurationTest, DiscoveryPropertyProblemsRejected) {
+    auto parsed = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: udev\n    discoveryProperties:\n"
+        "    - name: 1BAD\n      value: x\n"
+        "    - name: TYPO\n      vaule: x\n"
+        "    - name: OK\n      value: y\n"
+        "    - name: OK\n      value: z\n");
+    std::string all = allMessages(parsed);
+    ASSERT_EQ(parsed.problems.size(), 3u) << all;
+    EXPECT_EQ(parsed.problems[0].line, 9);  // not a C identifier
+    EXPECT_EQ(parsed.problems[1].line, 12);
+    EXPECT_NE(parsed.problems[1].message.find("did you mean \"value\"?"), std::string::npos) << all;
+    EXPECT_EQ(parsed.problems[2].line, 15);  // duplicate of line 13
+    EXPECT_NE(parsed.problems[2].message.find("first at line 13"), std::string::npos) << all;
+}
+
+TEST_F(ConfigurationTest, DevletAdditionsParsed) {
+    auto parsed = parse(
+        document("gpus",
+                 "  devlet:\n    allocationPolicy: pack\n    uniqueDevices: true\n"
+                 "    configurationResource: gpu.intel.com/i915\n    removalGracePeriodSeconds: 2.5\n"));
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    ASSERT_EQ(parsed.configurations.size(), 1u);
+    const Configuration& config = parsed.configurations[0];
+    EXPECT_EQ(config.allocationPolicy, AllocationPolicy::Pack);
+    EXPECT_TRUE(config.uniqueDevices);
+    EXPECT_EQ(config.configurationResource, "gpu.intel.com/i915");
+    ASSERT_TRUE(config.removalGrace.has_value());
+    EXPECT_EQ(*config.removalGrace, std::chrono::milliseconds(2500));
+}
+
+TEST_F(ConfigurationTest, UnknownDevletKeyRejectedWithSuggestion) {
+    auto parsed = parse(document("cams", "  devlet:\n    uniqueDevice: true\n"));
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(
+        parsed.problems[0].str(),
+        "conf.d/test.yaml:11: unknown key \"uniqueDevice\" in spec.devlet; did you mean \"uniqueDevices\"?");
+}
+
+TEST_F(ConfigurationTest, BadDevletValuesRejected) {
+    auto parsed = parse(document("cams",
+                                 "  devlet:\n    allocationPolicy: Pack\n    uniqueDevices: maybe\n"
+                                 "    configurationResource: cameras\n    removalGracePeriodSeconds: -1\n"));
+    std::string all = allMessages(parsed);
+    ASSERT_EQ(parsed.problems.size(), 4u) << all;
+    EXPECT_NE(parsed.problems[0].message.find("did you mean \"pack\"?"), std::string::npos) << all;
+    EXPECT_NE(parsed.problems[1].message.find("true or false"), std::string::npos) << all;
+    EXPECT_NE(parsed.problems[2].message.find("<domain>/<name>"), std::string::npos) << all;
+    EXPECT_NE(parsed.problems[3].message.find("between 0 and 86400"), std::string::npos) << all;
+}
+
+TEST_F(ConfigurationTest, UpperCaseNameRejected) {
+    auto parsed = parse(document("Cams", ""));
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].line, 4);
+    EXPECT_NE(parsed.problems[0].message.find("lower-case"), std::string::npos);
+}
+
+TEST_F(ConfigurationTest, NameTooLongForResourceRejected) {
+    std::string name(57, 'a');
+    auto parsed = parse(document(name, ""));
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].line, 4);
+    EXPECT_NE(parsed.problems[0].message.find("name too long: " + name + "-xxxxxx must fit in 63 characters"),
+              std::string::npos)
+        << parsed.problems[0].message;
+    EXPECT_TRUE(parse(document(std::string(54, 'a'), "")).problems.empty());
+}
+
+TEST_F(ConfigurationTest, NameTooLongForSlotIdsRejected) {
+    // 54 + "-xxxxxx" = 61 fits, but slot "-1023" does not.
+    std::string name(54, 'a');
+    auto parsed = parse(document(name, "  capacity: 1024\n"));
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_NE(parsed.problems[0].message.find("slot id " + name + "-xxxxxx-1023"), std::string::npos)
+        << parsed.problems[0].message;
+    EXPECT_NE(parsed.problems[0].message.find("at most 51"), std::string::npos) << parsed.problems[0].message;
+}
+
+TEST_F(ConfigurationTest, InvalidResourceDomainReported) {
+    std::string longDomain = std::string(60, 'a') + "." + std::string(60, 'b') + "." + std::string(60, 'c') +
+                             "." + std::string(66, 'd');
+    auto parsed = parse(document("cams", ""), longDomain);
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_NE(parsed.problems[0].message.find("is not valid"), std::string::npos);
+    EXPECT_TRUE(parse(document("cams", ""), "devices.example.com").problems.empty());
+}
+
+TEST_F(ConfigurationTest, DuplicateNamesRejected) {
+    auto parsed = parse(document("cams", "") + "---\n" + document("cams", ""));
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].str(),
+              "conf.d/test.yaml:14: duplicate configuration name \"cams\" (lines 4 and 14)");
+    EXPECT_TRUE(parsed.configurations.empty());
+}
+
+TEST_F(ConfigurationTest, MultipleDocumentsParsedEmptyOnesSkipped) {
+    auto parsed =
+        parse("---\n# nothing here\n---\n" + document("a", "") + "---\n---\n" + document("b", "") + "...\n");
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    ASSERT_EQ(parsed.configurations.size(), 2u);
+    EXPECT_EQ(parsed.configurations[0].name, "a");
+    EXPECT_EQ(parsed.configurations[0].sourceLine, 4);
+    EXPECT_EQ(parsed.configurations[1].name, "b");
+    EXPECT_EQ(parsed.configurations[1].sourceLine, 15);
+    EXPECT_EQ(parsed.configurations[1].detailsLine, 23);
+}
+
+TEST_F(ConfigurationTest, EmptyFileHasNoConfigurations) {
+    auto parsed = parse("# only a comment\n");
+    EXPECT_TRUE(parsed.problems.empty());
+    EXPECT_TRUE(parsed.configurations.empty());
+}
+
+TEST_F(ConfigurationTest, OneBadDocumentRejectsWholeFile) {
+    auto parsed = parse(document("good", "") + "---\n" + document("bad", "  capacity: 0\n"));
+    EXPECT_EQ(parsed.problems.size(), 1u);
+    EXPECT_TRUE(parsed.configurations.empty());
+}
+
+TEST_F(ConfigurationTest, BadYamlReportsLine) {
+    auto parsed = parse("apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: [cams\nspec: {}\n");
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].file, "conf.d/test.yaml");
+    EXPECT_GE(parsed.problems[0].line, 4);
+    EXPECT_NE(parsed.problems[0].message.find("YAML syntax error"), std::string::npos);
+
+    auto badIndent = parse("apiVersion: akri.sh/v0\n  kind: Configuration\n");
+    ASSERT_EQ(badIndent.problems.size(), 1u);
+    EXPECT_EQ(badIndent.problems[0].line, 2);
+}
+
+TEST_F(ConfigurationTest, UndefinedAliasIsProblemNotException) {
+    auto parsed = parse("apiVersion: *missing\n");
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].line, 1);
+}
+
+TEST_F(ConfigurationTest, NonMappingDocumentRejected) {
+    auto parsed = parse("- just\n- a list\n");
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].line, 1);
+    EXPECT_NE(parsed.problems[0].message.find("expected a Configuration"), std::string::npos);
+}
+
+TEST_F(ConfigurationTest, UnknownHandlerListsKnownNamesAndSuggests) {
+    auto parsed = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: debugecho\n");
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].str(),
+              "conf.d/test.yaml:7: unknown discovery handler \"debugecho\"; did you mean \"debugEcho\"? "
+              "(known: debugEcho, udev, broken)");
+}
+
+TEST_F(ConfigurationTest, HandlerChecksParsedConfiguration) {
+    auto parsed = parse(document("cams", "  capacity: 3\n"));
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    ASSERT_EQ(echo_->checked_.size(), 1u);
+    EXPECT_EQ(echo_->checked_[0].name, "cams");
+    EXPECT_EQ(echo_->checked_[0].discoveryDetails, "descriptions: [foo0]\n");
+    EXPECT_EQ(echo_->checked_[0].capacity, 3);
+}
+
+TEST_F(ConfigurationTest, DetailsProblemLineMapsIntoFile) {
+    auto parsed = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: debugEcho\n    discoveryDetails: |\n"
+        "      descriptions:\n      - foo0\n      descripton: typo\n");
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].line, 11);
+    EXPECT_NE(parsed.problems[0].message.find("unknown key \"descripton\""), std::string::npos);
+}
+
+TEST_F(ConfigurationTest, DetailsLineSkipsTagAndComment) {
+    auto parsed = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: debugEcho\n    discoveryDetails: !!str |-  # details\n"
+        "      descriptions: [foo0]\n");
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    EXPECT_EQ(parsed.configurations[0].detailsLine, 9);
+}
+
+TEST_F(ConfigurationTest, DetailsInQuotedStringMapToItsLine) {
+    auto parsed = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: debugEcho\n    discoveryDetails: \"other: 1\"\n");
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].line, 8);
+}
+
+TEST_F(ConfigurationTest, HandlerThatThrowsBecomesProblem) {
+    auto parsed = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: broken\n    discoveryDetails: x\n");
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].line, 8);
+    EXPECT_NE(parsed.problems[0].message.find("boom"), std::string::npos);
+}
+
+TEST(ConfigProblem, StrFormatsFileAndLine) {
+    EXPECT_EQ((ConfigProblem{"a.yaml", 3, "bad"}).str(), "a.yaml:3: bad");
+    EXPECT_EQ((ConfigProblem{"a.yaml", 0, "unreadable"}).str(), "a.yaml: unreadable");
+}
+
+TEST(NearMiss, SuggestsClosestWithinTwoEdits) {
+    std::vector<std::string> keys = {"capacity", "brokerProperties", "discoveryHandler"};
+    EXPECT_EQ(nearMiss("capcity", keys), "capacity");
+    EXPECT_EQ(nearMiss("capaicty", keys), "capacity");  // a transposition is one edit
+    EXPECT_EQ(nearMiss("Capacity", keys), "capacity");
+    EXPECT_EQ(nearMiss("brokerProps", keys), "");
+    EXPECT_EQ(nearMiss("x", {"y", "id"}), "");
+}
+
+class TempDir {
+public:
+    TempDir() {
+        std::string pattern = (std::filesystem::temp_directory_path() / "devlet-test-XXXXXX").string();
+        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    std::string file(const std::string& name, const std::string& content = "") const {
+        std::string path = path_ + "/" + name;
+        std::ofstream(path) << content;
+        return path;
+    }
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+TEST_F(ConfigurationTest, LoadConfigurationFileParsesFile) {
+    TempDir dir;
+    std::string path = dir.file("echo.yaml", document("cams", "  capacity: 0\n"));
+    auto parsed = loadConfigurationFile(path, handlers_, "akri.sh");
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].file, path);
+    EXPECT_EQ(parsed.problems[0].line, 10);
+}
+
+TEST_F(ConfigurationTest, UnreadableFileReportsReason) {
+    TempDir dir;
+    auto parsed = loadConfigurationFile(dir.path() + "/missing.yaml", handlers_, "akri.sh");
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].str(), dir.path() + "/missing.yaml: cannot read: No such file or directory");
+}
+
+TEST(ConfigurationFiles, YamlFilesSortedByName) {
+    TempDir dir;
+    dir.file("b.yml");
+    dir.file("a.yaml");
+    dir.file("c.yaml");
+    dir.file("README.md");
+    dir.file("notes.txt");
+    std::filesystem::create_directory(dir.path() + "/d.yaml");
+    std::filesystem::create_symlink(dir.path() + "/a.yaml", dir.path() + "/e.yaml");
+    std::filesystem::create_symlink(dir.path() + "/nowhere.yaml", dir.path() + "/f.yaml");
+    std::vector<std::string> expected = {dir.path() + "/a.yaml", dir.path() + "/b.yml",
+                                         dir.path() + "/c.yaml", dir.path() + "/e.yaml"};
+    EXPECT_EQ(configurationFiles(dir.path()), expected);
+}
+
+TEST(ConfigurationFiles, TempFilesSkipped) {
+    TempDir dir;
+    dir.file("cams.yaml");
+    for (const char* name : {".cams.yaml", ".cams.yaml.swp", "cams.yaml~", "#cams.yaml#", "cams.yaml.tmp",
+                             "cams.yaml.dpkg-new", "cams.yaml.dpkg-old", "cams.dpkg-dist.yaml", ".#cams.yaml",
+                             "cams.swp.yaml", "cams~.yaml", "cams.tmp.yaml"}) {
+        dir.file(name);
+    }
+    EXPECT_EQ(configurationFiles(dir.path()), std::vector<std::string>{dir.path() + "/cams.yaml"});
+}
+
+TEST(ConfigurationFiles, MissingDirectoryIsEmpty) {
+    EXPECT_TRUE(configurationFiles("/nonexistent/devlet/conf.d").empty());
+}
+
+}  // namespace
+}  // namespace devlet
