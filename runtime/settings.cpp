@@ -1,1 +1,394 @@
-// placeholder
+#include "runtime/settings.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <map>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include "runtime/log.h"
+#include "runtime/naming.h"
+
+namespace devlet {
+
+namespace {
+
+constexpr const char* kCommandLine = "command line";
+constexpr double kMaxIntervalSeconds = 3600;
+
+const std::vector<std::string> kTopKeys = {"nodeName", "resourceDomain", "stateDir", "confDir",
+                                           "kubelet",  "status",         "log"};
+const std::vector<std::string> kKubeletKeys = {"devicePluginDir", "podResourcesSocket",
+                                               "podResourcesIntervalSeconds", "slotReleaseGraceSeconds"};
+const std::vector<std::string> kStatusKeys = {"listen"};
+const std::vector<std::string> kLogKeys = {"level"};
+
+// The kubelet hard-codes its registration socket here on kubeadm, k3s and MicroK8s alike
+// (kubernetes#120626: the device manager ignores --root-dir).
+constexpr const char* kDevicePluginDir = "/var/lib/kubelet/device-plugins";
+constexpr const char* kPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+// MicroK8s runs the kubelet with --root-dir=$SNAP_COMMON/var/lib/kubelet, and the
+// pod-resources socket follows the root dir.
+constexpr const char* kMicroK8sPodResourcesSocket =
+    "/var/snap/microk8s/common/var/lib/kubelet/pod-resources/kubelet.sock";
+constexpr const char* kMicroK8sSnap = "/var/snap/microk8s";
+// Rootless k3s (kubelet root under the user's home) is out of scope: device plugins are
+// not expected to work in a user namespace.
+
+std::string inQuotes(std::string_view text) {
+    return "\"" + std::string(text) + "\"";
+}
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string result;
+    for (const auto& name : names) {
+        if (!result.empty()) result += ", ";
+        result += name;
+    }
+    return result;
+}
+
+int lineOf(const YAML::Node& node, int fallback) {
+    YAML::Mark mark = node.Mark();
+    return mark.line >= 0 ? mark.line + 1 : fallback;
+}
+
+std::string rooted(const std::string& root, const char* path) {
+    std::string prefix = root;
+    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+    return prefix + path;
+}
+
+bool exists(const std::string& path) {
+    std::error_code ec;
+    return std::filesystem::exists(path, ec);
+}
+
+std::string resourceDomainProblem(std::string_view domain) {
+    if (std::string problem = domainProblem(domain); !problem.empty()) return problem;
+    // Also the kubelet's rules for what the domain becomes part of (kubernetes.io is
+    // reserved, the "requests." quota prefix must still fit).
+    std::string resourceProblem = resourceNameProblem(std::string(domain) + "/x");
+    return resourceProblem.empty() ? "" : "cannot be used for resources: " + resourceProblem;
+}
+
+std::string nodeNameProblem(std::string_view name) {
+    std::string problem = domainProblem(name);
+    return problem.empty() ? "" : problem + " (it must be the Kubernetes node name)";
+}
+
+std::string pathProblem(std::string_view path) {
+    return (path.empty() || path.front() != '/') ? "must be an absolute path" : "";
+}
+
+std::string logLevelProblem(std::string_view level) {
+    LogLevel parsed;
+    return parseLogLevel(level, parsed) ? "" : "must be one of error, warning, info, debug";
+}
+
+struct Entry {
+    YAML::Node value;
+    int line = 0;
+};
+using Mapping = std::map<std::string, Entry>;
+
+// Reads one settings file; every problem carries file:line.
+class SettingsParser {
+public:
+    SettingsParser(const std::string& file, LoadedSettings& out) : file_(file), out_(out) {}
+
+    void parse(const YAML::Node& root) {
+        if (root.IsNull()) return;  // an empty file: all defaults
+        auto top = mapping(root, lineOf(root, 1), "the settings", kTopKeys);
+        if (!top) return;
+        Settings& s = out_.settings;
+        readString(*top, "nodeName", "nodeName", s.nodeName, nodeNameProblem, /*emptyMeansUnset=*/true);
+        readString(*top, "resourceDomain", "resourceDomain", s.resourceDomain, resourceDomainProblem);
+        readString(*top, "stateDir", "stateDir", s.stateDir, pathProblem);
+        readString(*top, "confDir", "confDir", s.confDir, pathProblem);
+        if (auto kubelet = section(*top, "kubelet", kKubeletKeys)) {
+            readString(*kubelet, "devicePluginDir", "kubelet.devicePluginDir", s.devicePluginDir, pathProblem,
+                       true);
+            readString(*kubelet, "podResourcesSocket", "kubelet.podResourcesSocket", s.podResourcesSocket,
+                       pathProblem, true);
+            readSeconds(*kubelet, "podResourcesIntervalSeconds", "kubelet.podResourcesIntervalSeconds",
+                        s.podResourcesInterval, /*allowZero=*/false);
+            readSeconds(*kubelet, "slotReleaseGraceSeconds", "kubelet.slotReleaseGraceSeconds",
+                        s.slotReleaseGrace,
+                        /*allowZero=*/true);
+        }
+        if (auto status = section(*top, "status", kStatusKeys)) {
+            readString(*status, "listen", "status.listen", s.listen, listenProblem);
+        }
+        if (auto log = section(*top, "log", kLogKeys)) {
+            readString(*log, "level", "log.level", s.logLevel, logLevelProblem);
+        }
+    }
+
+    void error(int line, std::string message) { out_.problems.push_back({file_, line, std::move(message)}); }
+
+private:
+    std::optional<Mapping> mapping(const YAML::Node& node, int line, const std::string& where,
+                                   const std::vector<std::string>& allowed) {
+        if (!node.IsMap()) {
+            error(line, where + " must be a mapping" + (node.IsNull() ? " (it is empty)" : ""));
+            return std::nullopt;
+        }
+        Mapping result;
+        for (auto it = node.begin(); it != node.end(); ++it) {
+            int keyLine = lineOf(it->first, line);
+            if (!it->first.IsScalar()) {
+                error(keyLine, "keys in " + where + " must be strings");
+                continue;
+            }
+            const std::string& key = it->first.Scalar();
+            if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+                std::string message = "unknown key " + inQuotes(key) + " in " + where;
+                if (std::string hint = nearMiss(key, allowed); !hint.empty()) {
+                    message += "; did you mean " + inQuotes(hint) + "?";
+                } else {
+                    message += " (allowed: " + joined(allowed) + ")";
+                }
+                error(keyLine, message);
+                continue;
+            }
+            auto [existing, inserted] = result.try_emplace(key, Entry{it->second, keyLine});
+            if (!inserted) {
+                error(keyLine, "duplicate key " + inQuotes(key) + " in " + where + " (first at line " +
+                                   std::to_string(existing->second.line) + ")");
+            }
+        }
+        return result;
+    }
+
+    std::optional<Mapping> section(const Mapping& top, const std::string& key,
+                                   const std::vector<std::string>& allowed) {
+        auto it = top.find(key);
+        if (it == top.end()) return std::nullopt;
+        if (it->second.value.IsNull()) return Mapping{};  // every key commented out: defaults
+        return mapping(it->second.value, it->second.line, key, allowed);
+    }
+
+    // yaml-cpp marks an empty value at the next token: use the key's line for it.
+    static int valueLine(const Entry& entry) {
+        return entry.value.IsNull() ? entry.line : lineOf(entry.value, entry.line);
+    }
+
+    void readString(const Mapping& mapping, const std::string& key, const std::string& what,
+                    std::string& target, std::string (*problemOf)(std::string_view),
+                    bool emptyMeansUnset = false) {
+        auto it = mapping.find(key);
+        if (it == mapping.end()) return;
+        const Entry& entry = it->second;
+        std::string value;
+        if (!entry.value.IsNull()) {
+            if (!entry.value.IsScalar()) {
+                error(valueLine(entry), what + " must be a string");
+                return;
+            }
+            value = entry.value.Scalar();
+        }
+        if (value.empty() && emptyMeansUnset) {
+            target.clear();
+            return;
+        }
+        if (std::string problem = problemOf(value); !problem.empty()) {
+            error(valueLine(entry), what + " " + inQuotes(value) + " " + problem);
+            return;
+        }
+        target = value;
+    }
+
+    void readSeconds(const Mapping& mapping, const std::string& key, const std::string& what,
+                     std::chrono::milliseconds& target, bool allowZero) {
+        auto it = mapping.find(key);
+        if (it == mapping.end()) return;
+        const Entry& entry = it->second;
+        std::optional<double> seconds;
+        try {
+            if (entry.value.IsScalar()) seconds = entry.value.as<double>();
+        } catch (const YAML::Exception&) {
+        }
+        std::string range = allowZero ? "between 0 and 3600" : "more than 0 and at most 3600";
+        if (!seconds || !std::isfinite(*seconds) || *seconds < 0 || (*seconds == 0 && !allowZero) ||
+            *seconds > kMaxIntervalSeconds) {
+            std::string got = entry.value.IsScalar() ? " (got " + inQuotes(entry.value.Scalar()) + ")" : "";
+            error(valueLine(entry), what + " must be a number of seconds " + range + got);
+            return;
+        }
+        auto milliseconds = std::llround(*seconds * 1000);
+        if (!allowZero && milliseconds < 1) milliseconds = 1;
+        target = std::chrono::milliseconds(milliseconds);
+    }
+
+    std::string file_;
+    LoadedSettings& out_;
+};
+
+std::optional<std::string> readFile(const std::string& path, int& error) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        error = errno;
+        return std::nullopt;
+    }
+    std::string content;
+    char buffer[16384];
+    while (true) {
+        ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            error = errno;
+            ::close(fd);
+            return std::nullopt;
+        }
+        if (n == 0) break;
+        content.append(buffer, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return content;
+}
+
+// The kubelet uses the lower-cased hostname as the node name (nodeutil.GetHostname), and
+// instance hashes must use the same name as Akri's agent does.
+std::optional<std::string> hostNodeName() {
+    char name[HOST_NAME_MAX + 1] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) return std::nullopt;
+    std::string result(name);
+    std::transform(result.begin(), result.end(), result.begin(),
+                   [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; });
+    return result;
+}
+
+void applyOverride(const std::optional<std::string>& flag, const std::string& what, std::string& target,
+                   std::string (*problemOf)(std::string_view), std::vector<ConfigProblem>& problems) {
+    if (!flag) return;
+    if (std::string problem = problemOf(*flag); !problem.empty()) {
+        problems.push_back({kCommandLine, 0, what + " " + inQuotes(*flag) + " " + problem});
+        return;
+    }
+    target = *flag;
+}
+
+}  // namespace
+
+std::string listenProblem(std::string_view listen) {
+    const std::string example = " (e.g. 127.0.0.1:9797 or [::1]:9797)";
+    if (listen.empty()) return "is empty; it must be ADDRESS:PORT" + example;
+    std::string address;
+    std::string_view port;
+    bool v6 = listen.front() == '[';
+    if (v6) {
+        std::size_t close = listen.find(']');
+        if (close == std::string_view::npos) return "has '[' without ']'" + example;
+        address = std::string(listen.substr(1, close - 1));
+        std::string_view rest = listen.substr(close + 1);
+        if (rest.empty() || rest.front() != ':') return "must be ADDRESS:PORT" + example;
+        port = rest.substr(1);
+    } else {
+        std::size_t colon = listen.rfind(':');
+        if (colon == std::string_view::npos) return "must be ADDRESS:PORT" + example;
+        address = std::string(listen.substr(0, colon));
+        port = listen.substr(colon + 1);
+        if (address.find(':') != std::string::npos) return "has an IPv6 address without brackets" + example;
+    }
+    if (address.empty()) return "has no address (0.0.0.0:PORT listens on every address)";
+    if (port.empty() || port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return "must end in a port number from 1 to 65535";
+    }
+    int portNumber = std::stoi(std::string(port));
+    if (portNumber < 1 || portNumber > 65535) return "must end in a port number from 1 to 65535";
+    unsigned char buffer[sizeof(in6_addr)];
+    if (::inet_pton(v6 ? AF_INET6 : AF_INET, address.c_str(), buffer) != 1) {
+        return "has " + inQuotes(address) + ", which is not an " + (v6 ? "IPv6" : "IPv4") + " address" +
+               example;
+    }
+    return {};
+}
+
+std::string detectDevicePluginDir(const std::string& root) {
+    return rooted(root, kDevicePluginDir);
+}
+
+std::string detectPodResourcesSocket(const std::string& root) {
+    for (const char* candidate : {kPodResourcesSocket, kMicroK8sPodResourcesSocket}) {
+        std::string path = rooted(root, candidate);
+        if (exists(path)) return path;
+    }
+    // No kubelet yet: guess the one that will come, so devlet waits at the right path.
+    if (exists(rooted(root, kMicroK8sSnap))) return rooted(root, kMicroK8sPodResourcesSocket);
+    return rooted(root, kPodResourcesSocket);
+}
+
+LoadedSettings parseSettings(const std::string& text, const std::string& fileName) {
+    LoadedSettings out;
+    SettingsParser parser(fileName, out);
+    try {
+        std::vector<YAML::Node> documents = YAML::LoadAll(text);
+        std::vector<YAML::Node> nonEmpty;
+        for (const auto& document : documents) {
+            if (!document.IsNull()) nonEmpty.push_back(document);
+        }
+        if (nonEmpty.size() > 1) {
+            parser.error(lineOf(nonEmpty[1], 0), "the settings file must hold one YAML document");
+        }
+        if (!nonEmpty.empty()) parser.parse(nonEmpty.front());
+    } catch (const YAML::Exception& e) {
+        std::string prefix = dynamic_cast<const YAML::ParserException*>(&e) ? "YAML syntax error: " : "";
+        parser.error(e.mark.line >= 0 ? e.mark.line + 1 : 0, prefix + e.msg);
+    } catch (const std::exception& e) {
+        parser.error(0, e.what());
+    }
+    return out;
+}
+
+LoadedSettings loadSettings(const SettingsOverrides& overrides) {
+    LoadedSettings out;
+    const std::string file = overrides.configFile.value_or(kDefaultSettingsFile);
+    int readError = 0;
+    if (auto text = readFile(file, readError)) {
+        out = parseSettings(*text, file);
+    } else if (!(readError == ENOENT && !overrides.configFile)) {
+        out.problems.push_back({file, 0, std::string("cannot read: ") + std::strerror(readError)});
+    }
+
+    // Flags win over the file.
+    Settings& s = out.settings;
+    applyOverride(overrides.nodeName, "node name", s.nodeName, nodeNameProblem, out.problems);
+    applyOverride(overrides.stateDir, "state dir", s.stateDir, pathProblem, out.problems);
+    applyOverride(overrides.confDir, "conf dir", s.confDir, pathProblem, out.problems);
+    applyOverride(overrides.devicePluginDir, "device-plugin dir", s.devicePluginDir, pathProblem,
+                  out.problems);
+    applyOverride(overrides.podResourcesSocket, "pod-resources socket", s.podResourcesSocket, pathProblem,
+                  out.problems);
+    applyOverride(overrides.listen, "listen address", s.listen, listenProblem, out.problems);
+    applyOverride(overrides.logLevel, "log level", s.logLevel, logLevelProblem, out.problems);
+
+    if (s.nodeName.empty()) {
+        auto hostName = hostNodeName();
+        if (!hostName) {
+            out.problems.push_back(
+                {file, 0,
+                 std::string("cannot read the hostname (") + std::strerror(errno) + "); set nodeName"});
+        } else if (std::string problem = nodeNameProblem(*hostName); !problem.empty()) {
+            out.problems.push_back(
+                {file, 0, "the hostname " + inQuotes(*hostName) + " " + problem + "; set nodeName"});
+        } else {
+            s.nodeName = *hostName;
+        }
+    }
+    if (s.devicePluginDir.empty()) s.devicePluginDir = detectDevicePluginDir();
+    if (s.podResourcesSocket.empty()) s.podResourcesSocket = detectPodResourcesSocket();
+    return out;
+}
+
+}  // namespace devlet

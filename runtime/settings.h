@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/configuration.h"
@@ -50,5 +51,9 @@ LoadedSettings parseSettings(const std::string& text, const std::string& fileNam
 // /var/lib/kubelet/device-plugins; pod-resources follows the kubelet's root dir).
 std::string detectDevicePluginDir(const std::string& root = "");
 std::string detectPodResourcesSocket(const std::string& root = "");
+
+// "ADDRESS:PORT" with an IPv4 address or a bracketed IPv6 one ("[::1]:9797");
+// returns why not, or empty.
+std::string listenProblem(std::string_view listen);
 
 }  // namespace devlet
