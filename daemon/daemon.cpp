@@ -78,6 +78,7 @@ int Daemon::run() {
         [this](std::vector<PodDevice> held) {
             if (!podResourcesError_.empty()) log.info() << "PodResources API answers again";
             podResourcesError_.clear();
+            log.debug() << "PodResources: " << held.size() << " device(s) held by pods";
             inventory_->reconcilePods(held, settings_.slotReleaseGrace);
             armGraceTimer();
             updateStatus();

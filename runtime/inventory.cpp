@@ -71,8 +71,11 @@ void Inventory::applyConfigurations(const std::vector<Configuration>& configurat
         ConfigurationState& c = it->second;
         const bool capacityChanged = !added && c.configuration.capacity != configuration.capacity;
         if (!added && c.resource != resource) {
-            resourceOwners_.erase(c.resource);
-            changed_.insert(c.resource);  // withdrawn by publish()
+            // Another configuration earlier in this list may have taken the old name.
+            if (auto owner = resourceOwners_.find(c.resource);
+                owner != resourceOwners_.end() && owner->second == configuration.name)
+                resourceOwners_.erase(owner);
+            changed_.insert(c.resource);  // withdrawn by publish() unless re-owned
         }
         c.configuration = configuration;
         c.resource = resource;
@@ -126,7 +129,10 @@ void Inventory::removeConfiguration(const std::string& name) {
         (void)store_->deactivateConfiguration(name, clock_.wallMs());
     }
     changed_.insert(c.resource);
-    resourceOwners_.erase(c.resource);
+    // A renamed configuration that kept its resource already owns it again.
+    if (auto owner = resourceOwners_.find(c.resource);
+        owner != resourceOwners_.end() && owner->second == name)
+        resourceOwners_.erase(owner);
     event(
         "info", name,
         "configuration " + name + " removed; its " + std::to_string(c.instances.size()) +
@@ -552,6 +558,7 @@ void Inventory::reconcilePods(const std::vector<PodDevice>& held, std::chrono::m
                         slot.pod = pod.pod;
                         slot.podNamespace = pod.podNamespace;
                         if (store_) (void)store_->setSlotPod(id, pod.pod, pod.podNamespace);
+                        log.info() << "slot " << id << " is used by pod " << pod.podNamespace << "/" << pod.pod;
                     }
                 } else if (now - slot.lastConfirmed >= grace) {
                     releaseSlot(c, instance, static_cast<int>(k), "no pod holds it any more");

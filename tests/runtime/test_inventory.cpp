@@ -1,1 +1,941 @@
+// The inventory on its own: a recording observer stands in for the plugins, a
+// hand-driven clock for time, and either no store or a real SQLite store in a
+// temporary directory. Names follow Akri's test vectors ("foo0" shared -> 8120fe).
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include "runtime/inventory.h"
+#include "runtime/naming.h"
+#include "runtime/store.h"
+
+namespace devlet {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+constexpr char kNode[] = "node-a";
+constexpr char kDomain[] = "akri.sh";
+
+// Config "echo" with devices "foo0" and "foo1" (shared): Akri's test vectors.
+constexpr char kCl[] = "akri.sh/echo";
+constexpr char kFoo0[] = "echo-8120fe";
+constexpr char kFoo1[] = "echo-a19705";
+constexpr char kFoo0Il[] = "akri.sh/echo-8120fe";
+constexpr char kFoo1Il[] = "akri.sh/echo-a19705";
+
+// Keeps what the plugins would be told: the latest state of every offered
+// resource and every resource withdrawn since.
+class RecordingObserver : public InventoryObserver {
+public:
+    void resourceChanged(const ResourceState& state) override {
+        withdrawn.erase(state.resource);
+        latest[state.resource] = state;
+        ++changes;
+    }
+    void resourceWithdrawn(const std::string& resource) override {
+        latest.erase(resource);
+        withdrawn.insert(resource);
+    }
+
+    std::map<std::string, ResourceState> latest;
+    std::set<std::string> withdrawn;
+    int changes = 0;
+};
+
+Configuration echoConfiguration(const std::string& name, int capacity) {
+    Configuration configuration;
+    configuration.name = name;
+    configuration.handler = "debugEcho";
+    configuration.discoveryDetails = "descriptions: [foo0, foo1]\nshared: true\n";
+    configuration.capacity = capacity;
+    configuration.sourceFile = "/etc/devlet/conf.d/" + name + ".yaml";
+    configuration.sourceLine = 1;
+    return configuration;
+}
+
+Instance echoDevice(const std::string& description) {
+    Instance instance;
+    instance.id = description;
+    instance.shared = true;
+    instance.properties["DEBUG_ECHO_DESCRIPTION"] = description;
+    return instance;
+}
+
+class InventoryTest : public ::testing::Test {
+protected:
+    void TearDown() override {
+        inventory_.reset();
+        store_.reset();
+        if (!root_.empty()) {
+            std::error_code ec;
+            fs::remove_all(root_, ec);
+        }
+    }
+
+    Inventory::Clock manualClock() {
+        return {[this] { return steadyNow_; }, [this] { return wallMs_; }};
+    }
+
+    void advance(std::chrono::milliseconds by) {
+        steadyNow_ += by;
+        wallMs_ += by.count();
+    }
+
+    std::unique_ptr<Inventory> makeInventory(Store* store, RecordingObserver& observer) {
+        return std::make_unique<Inventory>(kNode, kDomain, store, observer, manualClock());
+    }
+
+    // An inventory without a store, observed by observer_.
+    Inventory& inventory() {
+        if (!inventory_) inventory_ = makeInventory(store_.get(), observer_);
+        return *inventory_;
+    }
+
+    fs::path stateDir() {
+        if (root_.empty()) {
+            const char* tmp = std::getenv("TMPDIR");
+            std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/devlet-inventory-XXXXXX";
+            EXPECT_NE(::mkdtemp(pattern.data()), nullptr);
+            root_ = pattern;
+        }
+        return root_ / "state";
+    }
+
+    std::unique_ptr<Store> openStore(StoreOptions options = {}) {
+        std::string error;
+        auto store = Store::open(stateDir().string(), options, error);
+        EXPECT_NE(store, nullptr) << error;
+        return store;
+    }
+
+    // Uses a real store for inventory() from here on.
+    Store& useStore(StoreOptions options = {}) {
+        store_ = openStore(options);
+        return *store_;
+    }
+
+    // One configuration "echo" with foo0 and foo1 reported.
+    void setUpEcho(int capacity, std::chrono::milliseconds grace = 0ms) {
+        configurations_ = {echoConfiguration("echo", capacity)};
+        graces_ = {{"echo", grace}};
+        inventory().applyConfigurations(configurations_, graces_);
+        inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
+    }
+
+    void setCapacity(int capacity) {
+        configurations_[0].capacity = capacity;
+        inventory().applyConfigurations(configurations_, graces_);
+    }
+
+    // id -> healthy, as last published for resource.
+    std::map<std::string, bool> health(const std::string& resource) const {
+        std::map<std::string, bool> result;
+        auto it = observer_.latest.find(resource);
+        if (it == observer_.latest.end()) return result;
+        for (const DeviceState& device : it->second.devices) result[device.id] = device.healthy;
+        return result;
+    }
+
+    std::vector<std::string> healthyIds(const std::string& resource) const {
+        std::vector<std::string> ids;
+        for (const auto& [id, healthy] : health(resource)) {
+            if (healthy) ids.push_back(id);
+        }
+        return ids;
+    }
+
+    std::optional<SlotView> slotView(const std::string& id) const {
+        for (const ConfigurationView& c : inventory_->view()) {
+            for (const InstanceView& i : c.instances) {
+                for (const SlotView& s : i.slots) {
+                    if (s.id == id) return s;
+                }
+            }
+        }
+        return std::nullopt;
+    }
+
+    std::string holder(const std::string& id) const {
+        auto view = slotView(id);
+        return view ? view->holderResource : "<no such slot>";
+    }
+
+    ContainerGrant allocateOk(const std::string& resource, const std::vector<std::string>& ids) {
+        auto result = inventory().allocate(resource, ids);
+        if (auto* refused = std::get_if<AllocationRefused>(&result)) {
+            ADD_FAILURE() << "allocate refused: " << refused->message;
+            return {};
+        }
+        return std::get<ContainerGrant>(result);
+    }
+
+    std::string refusal(const std::string& resource, const std::vector<std::string>& ids) {
+        auto result = inventory().allocate(resource, ids);
+        if (auto* refused = std::get_if<AllocationRefused>(&result)) return refused->message;
+        ADD_FAILURE() << "allocate of " << resource << " was accepted";
+        return {};
+    }
+
+    std::chrono::steady_clock::time_point steadyNow_{std::chrono::hours(1000)};
+    std::int64_t wallMs_ = 1'700'000'000'000;
+    RecordingObserver observer_;
+    std::unique_ptr<Store> store_;
+    std::unique_ptr<Inventory> inventory_;
+    std::vector<Configuration> configurations_;
+    std::map<std::string, std::chrono::milliseconds> graces_;
+    fs::path root_;
+};
+
+// --- names ----------------------------------------------------------------------
+
+TEST_F(InventoryTest, SharedInstancesAreNamedByAkriHashOfTheirId) {
+    setUpEcho(1);
+    ASSERT_EQ(inventory_->view().size(), 1u);
+    std::vector<std::string> names;
+    const std::vector<ConfigurationView> view = inventory_->view();
+    for (const InstanceView& i : view[0].instances) names.push_back(i.name);
+    EXPECT_EQ(names, (std::vector<std::string>{kFoo0, kFoo1}));
+    EXPECT_TRUE(observer_.latest.count(kFoo0Il));
+    EXPECT_TRUE(observer_.latest.count(kFoo1Il));
+    EXPECT_EQ(observer_.latest.at(kFoo0Il).instance, kFoo0);
+    EXPECT_EQ(observer_.latest.at(kFoo0Il).configuration, "echo");
+}
+
+TEST_F(InventoryTest, LocalInstanceNameHashesIdWithNodeName) {
+    configurations_ = {echoConfiguration("echo", 1)};
+    inventory().applyConfigurations(configurations_, {});
+    Instance local = echoDevice("foo0");
+    local.shared = false;
+    inventory().reportSnapshot("echo", {local});
+    const std::string name = "echo-" + instanceHash("foo0", kNode, false);
+    EXPECT_NE(name, kFoo0);
+    EXPECT_TRUE(observer_.latest.count(std::string(kDomain) + "/" + name));
+    EXPECT_FALSE(observer_.latest.count(kFoo0Il));
+}
+
+TEST_F(InventoryTest, InstanceResourceListsItsSlots) {
+    setUpEcho(3);
+    const ResourceState& state = observer_.latest.at(kFoo0Il);
+    std::vector<DeviceState> expected = {
+        {"echo-8120fe-0", true, std::nullopt},
+        {"echo-8120fe-1", true, std::nullopt},
+        {"echo-8120fe-2", true, std::nullopt},
+    };
+    EXPECT_EQ(state.devices, expected);
+}
+
+TEST_F(InventoryTest, ConfigurationResourceListsEverySlotOfEveryInstance) {
+    setUpEcho(2);
+    const ResourceState& state = observer_.latest.at(kCl);
+    EXPECT_EQ(state.instance, "");
+    EXPECT_EQ(state.configuration, "echo");
+    EXPECT_EQ(health(kCl), (std::map<std::string, bool>{{"echo-8120fe-0", true},
+                                                        {"echo-8120fe-1", true},
+                                                        {"echo-a19705-0", true},
+                                                        {"echo-a19705-1", true}}));
+    EXPECT_TRUE(inventory_->isConfigurationLevel(kCl));
+    EXPECT_FALSE(inventory_->isConfigurationLevel(kFoo0Il));
+}
+
+TEST_F(InventoryTest, SlotsCarryTheDevicesNumaNode) {
+    configurations_ = {echoConfiguration("echo", 1)};
+    inventory().applyConfigurations(configurations_, {});
+    Instance device = echoDevice("foo0");
+    device.numaNode = 1;
+    inventory().reportSnapshot("echo", {device});
+    EXPECT_EQ(observer_.latest.at(kFoo0Il).devices.at(0).numaNode, 1);
+    EXPECT_EQ(observer_.latest.at(kCl).devices.at(0).numaNode, 1);
+
+    device.numaNode = 0;
+    inventory().reportSnapshot("echo", {device});
+    EXPECT_EQ(observer_.latest.at(kFoo0Il).devices.at(0).numaNode, 0);
+}
+
+TEST_F(InventoryTest, TwoDevicesWithOneIdOfferTheFirstOnly) {
+    configurations_ = {echoConfiguration("echo", 1)};
+    inventory().applyConfigurations(configurations_, {});
+    Instance second = echoDevice("foo0");
+    second.properties["DEBUG_ECHO_DESCRIPTION"] = "impostor";
+    inventory().reportSnapshot("echo", {echoDevice("foo0"), second});
+    ASSERT_EQ(inventory_->view()[0].instances.size(), 1u);
+    EXPECT_EQ(inventory_->view()[0].instances[0].device.properties.at("DEBUG_ECHO_DESCRIPTION"), "foo0");
+}
+
+TEST_F(InventoryTest, SnapshotForUnknownConfigurationIsIgnored) {
+    setUpEcho(1);
+    const int before = observer_.changes;
+    inventory().reportSnapshot("nope", {echoDevice("foo0")});
+    EXPECT_EQ(observer_.changes, before);
+    EXPECT_EQ(inventory_->view().size(), 1u);
+}
+
+// --- allocation -------------------------------------------------------------------
+
+TEST_F(InventoryTest, ClAllocationMarksIlSlotUnhealthy) {
+    setUpEcho(2);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    EXPECT_EQ(health(kFoo0Il),
+              (std::map<std::string, bool>{{"echo-8120fe-0", false}, {"echo-8120fe-1", true}}));
+    // The holder itself still lists it Healthy: the kubelet tracks it as allocated.
+    EXPECT_TRUE(health(kCl).at("echo-8120fe-0"));
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+    EXPECT_EQ(inventory_->slotsHeld(), 1u);
+}
+
+TEST_F(InventoryTest, IlAllocationMarksClSlotUnhealthy) {
+    setUpEcho(2);
+    allocateOk(kFoo1Il, {"echo-a19705-1"});
+    EXPECT_EQ(health(kCl), (std::map<std::string, bool>{{"echo-8120fe-0", true},
+                                                        {"echo-8120fe-1", true},
+                                                        {"echo-a19705-0", true},
+                                                        {"echo-a19705-1", false}}));
+    EXPECT_TRUE(health(kFoo1Il).at("echo-a19705-1"));
+    EXPECT_EQ(holder("echo-a19705-1"), kFoo1Il);
+}
+
+TEST_F(InventoryTest, AllocateOfSlotHeldThroughOtherResourceIsRefusedNamingHolder) {
+    setUpEcho(2);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    const std::string message = refusal(kFoo0Il, {"echo-8120fe-0"});
+    EXPECT_NE(message.find("echo-8120fe-0"), std::string::npos) << message;
+    EXPECT_NE(message.find("held through akri.sh/echo"), std::string::npos) << message;
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+}
+
+TEST_F(InventoryTest, RefusalNamesHoldingPodOnceKnown) {
+    setUpEcho(1);
+    allocateOk(kFoo0Il, {"echo-8120fe-0"});
+    inventory().reconcilePods({{kFoo0Il, "echo-8120fe-0", "camera-app", "vision"}}, 5s);
+    const std::string message = refusal(kCl, {"echo-8120fe-0"});
+    EXPECT_NE(message.find("akri.sh/echo-8120fe by pod vision/camera-app"), std::string::npos) << message;
+}
+
+TEST_F(InventoryTest, RefusedRequestHoldsNoneOfItsSlots) {
+    setUpEcho(2);
+    allocateOk(kFoo0Il, {"echo-8120fe-1"});
+    refusal(kCl, {"echo-a19705-0", "echo-8120fe-1"});
+    EXPECT_EQ(holder("echo-a19705-0"), "");
+    EXPECT_EQ(inventory_->slotsHeld(), 1u);
+}
+
+TEST_F(InventoryTest, SameResourceReofferIsAcceptedAndKeepsSince) {
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    const std::int64_t since = slotView("echo-8120fe-0")->sinceMs;
+    EXPECT_EQ(since, wallMs_);
+    advance(60s);
+    const int before = observer_.changes;
+    ContainerGrant grant = allocateOk(kCl, {"echo-8120fe-0"});
+    EXPECT_EQ(grant.envs.at("DEBUG_ECHO_DESCRIPTION"), "foo0");
+    EXPECT_EQ(slotView("echo-8120fe-0")->sinceMs, since);
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+    EXPECT_EQ(observer_.changes, before);
+}
+
+TEST_F(InventoryTest, AllocateOfAnotherConfigurationsSlotIsRefused) {
+    configurations_ = {echoConfiguration("echo", 1), echoConfiguration("other", 1)};
+    inventory().applyConfigurations(configurations_, {});
+    inventory().reportSnapshot("echo", {echoDevice("foo0")});
+    inventory().reportSnapshot("other", {echoDevice("foo0")});
+    const std::string message = refusal(kCl, {"other-8120fe-0"});
+    EXPECT_NE(message.find("other-8120fe-0 is not part of akri.sh/echo"), std::string::npos) << message;
+    refusal(kFoo0Il, {"other-8120fe-0"});
+    EXPECT_EQ(holder("other-8120fe-0"), "");
+}
+
+TEST_F(InventoryTest, AllocateOfOtherInstancesSlotThroughInstanceResourceIsRefused) {
+    setUpEcho(1);
+    refusal(kFoo0Il, {"echo-a19705-0"});
+    EXPECT_EQ(inventory_->slotsHeld(), 0u);
+}
+
+TEST_F(InventoryTest, AllocateOfUnknownIdIsRefused) {
+    setUpEcho(2);
+    refusal(kCl, {"echo-ffffff-0"});
+    refusal(kCl, {"echo-8120fe-2"});
+    refusal(kCl, {"echo-8120fe"});
+    refusal(kCl, {"bogus"});
+    refusal(kCl, {});
+    EXPECT_EQ(inventory_->slotsHeld(), 0u);
+}
+
+TEST_F(InventoryTest, AllocateThroughUnknownResourceIsRefused) {
+    setUpEcho(1);
+    const std::string message = refusal("akri.sh/nothing", {"echo-8120fe-0"});
+    EXPECT_NE(message.find("does not offer akri.sh/nothing"), std::string::npos) << message;
+    refusal("example.com/echo", {"echo-8120fe-0"});
+}
+
+TEST_F(InventoryTest, UniqueDevicesRefusesTwoSlotsOfOneInstanceThroughCl) {
+    configurations_ = {echoConfiguration("echo", 2)};
+    configurations_[0].uniqueDevices = true;
+    inventory().applyConfigurations(configurations_, {});
+    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
+    const std::string message = refusal(kCl, {"echo-8120fe-0", "echo-8120fe-1"});
+    EXPECT_NE(message.find("distinct devices"), std::string::npos) << message;
+    EXPECT_EQ(inventory_->slotsHeld(), 0u);
+    allocateOk(kCl, {"echo-8120fe-0", "echo-a19705-0"});
+    // Through the instance's own resource two of its slots are what was asked for.
+    allocateOk(kFoo1Il, {"echo-a19705-1"});
+}
+
+// --- grant contents -------------------------------------------------------------
+
+TEST_F(InventoryTest, GrantCarriesPropertiesAndBrokerPropertiesPlainAndHashed) {
+    configurations_ = {echoConfiguration("echo", 1)};
+    configurations_[0].brokerProperties = {{"RESOLUTION", "1080p"}};
+    inventory().applyConfigurations(configurations_, {});
+    inventory().reportSnapshot("echo", {echoDevice("foo0")});
+    ContainerGrant grant = allocateOk(kCl, {"echo-8120fe-0"});
+    EXPECT_EQ(grant.envs, (std::map<std::string, std::string>{
+                              {"DEBUG_ECHO_DESCRIPTION", "foo0"},
+                              {"DEBUG_ECHO_DESCRIPTION_8120FE", "foo0"},
+                              {"RESOLUTION", "1080p"},
+                              {"RESOLUTION_8120FE", "1080p"},
+                              {"DEVLET_INSTANCES", "echo-8120fe"},
+                          }));
+}
+
+TEST_F(InventoryTest, GrantForTwoInstancesGivesPlainKeyToTheFirst) {
+    setUpEcho(1);
+    ContainerGrant grant = allocateOk(kCl, {"echo-8120fe-0", "echo-a19705-0"});
+    EXPECT_EQ(grant.envs.at("DEBUG_ECHO_DESCRIPTION"), "foo0");
+    EXPECT_EQ(grant.envs.at("DEBUG_ECHO_DESCRIPTION_8120FE"), "foo0");
+    EXPECT_EQ(grant.envs.at("DEBUG_ECHO_DESCRIPTION_A19705"), "foo1");
+    EXPECT_EQ(grant.envs.at("DEVLET_INSTANCES"), "echo-8120fe,echo-a19705");
+}
+
+TEST_F(InventoryTest, GrantListsInstancesInRequestOrder) {
+    setUpEcho(1);
+    ContainerGrant grant = allocateOk(kCl, {"echo-a19705-0", "echo-8120fe-0"});
+    EXPECT_EQ(grant.envs.at("DEBUG_ECHO_DESCRIPTION"), "foo1");
+    EXPECT_EQ(grant.envs.at("DEVLET_INSTANCES"), "echo-a19705,echo-8120fe");
+}
+
+TEST_F(InventoryTest, GrantWithTwoSlotsOfOneInstanceNamesItOnce) {
+    setUpEcho(2);
+    ContainerGrant grant = allocateOk(kFoo0Il, {"echo-8120fe-0", "echo-8120fe-1"});
+    EXPECT_EQ(grant.envs.at("DEVLET_INSTANCES"), "echo-8120fe");
+}
+
+TEST_F(InventoryTest, GrantDeduplicatesDeviceNodesByContainerPath) {
+    configurations_ = {echoConfiguration("echo", 1)};
+    inventory().applyConfigurations(configurations_, {});
+    Instance a = echoDevice("foo0");
+    a.nodes = {{"/dev/dri/card0", "", "rw"}, {"/dev/dri/renderD128", "/dev/dri/renderD128", "rw"}};
+    a.mounts = {{"/run/foo", "/run/foo", true}};
+    Instance b = echoDevice("foo1");
+    b.nodes = {{"/dev/dri/card1", "/dev/dri/card0", "rw"}, {"/dev/dri/renderD129", "", "r"}};
+    b.mounts = {{"/run/foo", "/run/foo", true}};
+    inventory().reportSnapshot("echo", {a, b});
+    ContainerGrant grant = allocateOk(kCl, {"echo-8120fe-0", "echo-a19705-0"});
+    std::vector<DeviceNode> expected = {
+        {"/dev/dri/card0", "/dev/dri/card0", "rw"},
+        {"/dev/dri/renderD128", "/dev/dri/renderD128", "rw"},
+        {"/dev/dri/renderD129", "/dev/dri/renderD129", "r"},
+    };
+    EXPECT_EQ(grant.devices, expected);
+    EXPECT_EQ(grant.mounts, (std::vector<Mount>{{"/run/foo", "/run/foo", true}}));
+}
+
+// --- preferred allocation -----------------------------------------------------------
+
+TEST_F(InventoryTest, PreferredAllocationTakesOneSlotFromEachInstance) {
+    setUpEcho(2);
+    auto chosen = inventory().preferredAllocation(kCl, healthyIds(kCl), {}, 2);
+    EXPECT_EQ(chosen, (std::vector<std::string>{"echo-8120fe-0", "echo-a19705-0"}));
+}
+
+TEST_F(InventoryTest, PreferredAllocationPrefersInstanceWithMostFreeSlots) {
+    setUpEcho(2);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    // The kubelet leaves out what it already gave.
+    auto chosen =
+        inventory().preferredAllocation(kCl, {"echo-8120fe-1", "echo-a19705-0", "echo-a19705-1"}, {}, 1);
+    EXPECT_EQ(chosen, (std::vector<std::string>{"echo-a19705-0"}));
+}
+
+TEST_F(InventoryTest, PreferredAllocationCountsSlotsHeldThroughInstanceResource) {
+    setUpEcho(2);
+    allocateOk(kFoo1Il, {"echo-a19705-0"});
+    auto chosen = inventory().preferredAllocation(kCl, healthyIds(kCl), {}, 1);
+    EXPECT_EQ(chosen, (std::vector<std::string>{"echo-8120fe-0"}));
+}
+
+TEST_F(InventoryTest, PreferredAllocationAlwaysKeepsMustInclude) {
+    setUpEcho(2);
+    auto chosen =
+        inventory().preferredAllocation(kCl, healthyIds(kCl), {"echo-8120fe-0", "echo-8120fe-1"}, 3);
+    EXPECT_EQ(chosen, (std::vector<std::string>{"echo-8120fe-0", "echo-8120fe-1", "echo-a19705-0"}));
+
+    // Even when they alone exceed the size.
+    chosen = inventory().preferredAllocation(kCl, healthyIds(kCl), {"echo-a19705-1", "echo-8120fe-1"}, 1);
+    EXPECT_EQ(chosen, (std::vector<std::string>{"echo-a19705-1", "echo-8120fe-1"}));
+}
+
+TEST_F(InventoryTest, PreferredAllocationSpreadsAroundMustInclude) {
+    setUpEcho(2);
+    auto chosen = inventory().preferredAllocation(kCl, healthyIds(kCl), {"echo-8120fe-1"}, 2);
+    EXPECT_EQ(chosen, (std::vector<std::string>{"echo-8120fe-1", "echo-a19705-0"}));
+}
+
+TEST_F(InventoryTest, PackPolicyFillsOneInstanceFirst) {
+    configurations_ = {echoConfiguration("echo", 2)};
+    configurations_[0].allocationPolicy = AllocationPolicy::Pack;
+    inventory().applyConfigurations(configurations_, {});
+    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
+    auto chosen = inventory().preferredAllocation(kCl, healthyIds(kCl), {}, 2);
+    EXPECT_EQ(chosen, (std::vector<std::string>{"echo-8120fe-0", "echo-8120fe-1"}));
+}
+
+TEST_F(InventoryTest, PackPolicyPrefersThePartlyUsedInstance) {
+    configurations_ = {echoConfiguration("echo", 2)};
+    configurations_[0].allocationPolicy = AllocationPolicy::Pack;
+    inventory().applyConfigurations(configurations_, {});
+    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
+    allocateOk(kCl, {"echo-a19705-0"});
+    auto chosen =
+        inventory().preferredAllocation(kCl, {"echo-8120fe-0", "echo-8120fe-1", "echo-a19705-1"}, {}, 1);
+    EXPECT_EQ(chosen, (std::vector<std::string>{"echo-a19705-1"}));
+}
+
+TEST_F(InventoryTest, UniqueDevicesPreferredAllocationStopsAtNumberOfInstances) {
+    configurations_ = {echoConfiguration("echo", 2)};
+    configurations_[0].uniqueDevices = true;
+    inventory().applyConfigurations(configurations_, {});
+    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
+    auto chosen = inventory().preferredAllocation(kCl, healthyIds(kCl), {}, 3);
+    EXPECT_EQ(chosen, (std::vector<std::string>{"echo-8120fe-0", "echo-a19705-0"}));
+}
+
+TEST_F(InventoryTest, PreferredAllocationOnInstanceResourceTakesAvailableInOrder) {
+    setUpEcho(3);
+    auto chosen = inventory().preferredAllocation(
+        kFoo0Il, {"echo-8120fe-2", "echo-8120fe-0", "echo-8120fe-1"}, {"echo-8120fe-1"}, 2);
+    EXPECT_EQ(chosen, (std::vector<std::string>{"echo-8120fe-1", "echo-8120fe-2"}));
+}
+
+TEST_F(InventoryTest, ThreePodsEachAskingForOneClUnitAllRun) {
+    setUpEcho(2);
+    std::set<std::string> given;  // what the kubelet already allocated
+    std::vector<std::string> instances;
+    for (int pod = 0; pod < 3; ++pod) {
+        std::vector<std::string> available;
+        for (const std::string& id : healthyIds(kCl)) {
+            if (!given.count(id)) available.push_back(id);
+        }
+        auto chosen = inventory().preferredAllocation(kCl, available, {}, 1);
+        ASSERT_EQ(chosen.size(), 1u) << "pod " << pod;
+        auto result = inventory().allocate(kCl, chosen);
+        ASSERT_TRUE(std::holds_alternative<ContainerGrant>(result))
+            << "pod " << pod << ": " << std::get<AllocationRefused>(result).message;
+        given.insert(chosen[0]);
+        instances.push_back(std::get<ContainerGrant>(result).envs.at("DEVLET_INSTANCES"));
+    }
+    EXPECT_NE(instances[0], instances[1]);
+    EXPECT_EQ(inventory_->slotsHeld(), 3u);
+    EXPECT_EQ(given.size(), 3u);
+}
+
+// --- devices that go away -------------------------------------------------------------
+
+TEST_F(InventoryTest, VanishedDeviceSlotsTurnUnhealthyAtOnce) {
+    setUpEcho(2, 30s);
+    inventory().reportSnapshot("echo", {echoDevice("foo1")});
+    EXPECT_EQ(health(kFoo0Il),
+              (std::map<std::string, bool>{{"echo-8120fe-0", false}, {"echo-8120fe-1", false}}));
+    EXPECT_EQ(health(kCl), (std::map<std::string, bool>{{"echo-8120fe-0", false},
+                                                        {"echo-8120fe-1", false},
+                                                        {"echo-a19705-0", true},
+                                                        {"echo-a19705-1", true}}));
+    EXPECT_TRUE(observer_.withdrawn.empty());
+    const std::string message = refusal(kCl, {"echo-8120fe-0"});
+    EXPECT_NE(message.find("gone"), std::string::npos) << message;
+}
+
+TEST_F(InventoryTest, VanishedDeviceWithoutGraceIsWithdrawn) {
+    setUpEcho(2);
+    inventory().reportSnapshot("echo", {echoDevice("foo1")});
+    EXPECT_EQ(observer_.withdrawn, (std::set<std::string>{kFoo0Il}));
+    EXPECT_FALSE(observer_.latest.count(kFoo0Il));
+    EXPECT_EQ(health(kCl), (std::map<std::string, bool>{{"echo-a19705-0", true}, {"echo-a19705-1", true}}));
+    EXPECT_EQ(inventory_->view()[0].instances.size(), 1u);
+}
+
+TEST_F(InventoryTest, VanishedDeviceStaysUntilGracePasses) {
+    setUpEcho(1, 30s);
+    const auto goneAt = steadyNow_;
+    inventory().reportSnapshot("echo", {echoDevice("foo1")});
+
+    advance(29s);
+    EXPECT_EQ(inventory().expireGone(), goneAt + 30s);
+    EXPECT_TRUE(observer_.latest.count(kFoo0Il));
+    EXPECT_TRUE(health(kCl).count("echo-8120fe-0"));
+
+    advance(1s);
+    EXPECT_EQ(inventory().expireGone(), std::nullopt);
+    EXPECT_EQ(observer_.withdrawn, (std::set<std::string>{kFoo0Il}));
+    EXPECT_EQ(health(kCl), (std::map<std::string, bool>{{"echo-a19705-0", true}}));
+}
+
+TEST_F(InventoryTest, DeviceBackWithinGraceIsRestoredUnchanged) {
+    setUpEcho(2, 30s);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    const auto before = observer_.latest;
+    inventory().reportSnapshot("echo", {echoDevice("foo1")});
+    advance(10s);
+    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
+    EXPECT_EQ(observer_.latest, before);
+    EXPECT_TRUE(observer_.withdrawn.empty());
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+
+    advance(30s);
+    inventory().expireGone();
+    EXPECT_TRUE(observer_.withdrawn.empty());
+    EXPECT_EQ(observer_.latest, before);
+}
+
+TEST_F(InventoryTest, WithdrawnDeviceKeepsHeldSlotUntilReleased) {
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    inventory().reportSnapshot("echo", {echoDevice("foo1")});
+    EXPECT_EQ(observer_.withdrawn, (std::set<std::string>{kFoo0Il}));
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+
+    // Back before the pod is gone: the same slot, still held.
+    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
+    EXPECT_EQ(health(kFoo0Il), (std::map<std::string, bool>{{"echo-8120fe-0", false}}));
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+
+    // Gone again, and the pod with it: the instance is forgotten.
+    inventory().reportSnapshot("echo", {echoDevice("foo1")});
+    advance(10s);
+    inventory().reconcilePods({}, 5s);
+    EXPECT_EQ(holder("echo-8120fe-0"), "<no such slot>");
+    EXPECT_EQ(inventory_->view()[0].instances.size(), 1u);
+}
+
+// --- reconciling with PodResources ---------------------------------------------------
+
+TEST_F(InventoryTest, ReconcileRecordsPodOfHeldSlot) {
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    inventory().reconcilePods({{kCl, "echo-8120fe-0", "camera-app", "vision"}}, 5s);
+    auto view = slotView("echo-8120fe-0");
+    ASSERT_TRUE(view);
+    EXPECT_EQ(view->pod, "camera-app");
+    EXPECT_EQ(view->podNamespace, "vision");
+    EXPECT_EQ(view->holderResource, kCl);
+}
+
+TEST_F(InventoryTest, ReconcileFreesUnlistedSlotOnlyAfterGrace) {
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    advance(4s);
+    inventory().reconcilePods({}, 5s);
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+    EXPECT_FALSE(health(kFoo0Il).at("echo-8120fe-0"));
+
+    advance(1s);
+    inventory().reconcilePods({}, 5s);
+    EXPECT_EQ(holder("echo-8120fe-0"), "");
+    EXPECT_TRUE(health(kFoo0Il).at("echo-8120fe-0"));
+    EXPECT_EQ(inventory_->slotsHeld(), 0u);
+}
+
+TEST_F(InventoryTest, ReconcileConfirmationRestartsGrace) {
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    advance(4s);
+    inventory().reconcilePods({{kCl, "echo-8120fe-0", "camera-app", "vision"}}, 5s);
+    advance(4s);
+    inventory().reconcilePods({}, 5s);
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+    advance(1s);
+    inventory().reconcilePods({}, 5s);
+    EXPECT_EQ(holder("echo-8120fe-0"), "");
+}
+
+TEST_F(InventoryTest, ReconcileDoesNotConfirmSlotListedUnderOtherResource) {
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    advance(5s);
+    inventory().reconcilePods({{kFoo0Il, "echo-8120fe-0", "camera-app", "vision"}}, 5s);
+    EXPECT_EQ(holder("echo-8120fe-0"), "");
+}
+
+TEST_F(InventoryTest, ReconcileAdoptsSlotThatPodResourcesListsAsHeld) {
+    setUpEcho(2);
+    inventory().reconcilePods({{kFoo0Il, "echo-8120fe-1", "camera-app", "vision"}}, 5s);
+    auto view = slotView("echo-8120fe-1");
+    ASSERT_TRUE(view);
+    EXPECT_EQ(view->holderResource, kFoo0Il);
+    EXPECT_EQ(view->pod, "camera-app");
+    EXPECT_EQ(view->podNamespace, "vision");
+    EXPECT_FALSE(health(kCl).at("echo-8120fe-1"));
+    refusal(kCl, {"echo-8120fe-1"});
+}
+
+TEST_F(InventoryTest, ReconcileDoesNotAdoptSlotUnderForeignResource) {
+    setUpEcho(1);
+    inventory().reconcilePods({{kFoo1Il, "echo-8120fe-0", "camera-app", "vision"},
+                               {"akri.sh/other", "echo-a19705-0", "camera-app", "vision"}},
+                              5s);
+    EXPECT_EQ(inventory_->slotsHeld(), 0u);
+}
+
+// --- the store ------------------------------------------------------------------------
+
+TEST_F(InventoryTest, AllocationIsInTheStoreWhenAllocateReturns) {
+    Store& store = useStore();
+    setUpEcho(2);
+    allocateOk(kCl, {"echo-8120fe-1"});
+    StoredSlot expected{"echo-8120fe-1", kFoo0, "echo", 1, kCl, wallMs_, "", ""};
+    EXPECT_EQ(store.slots(), (std::vector<StoredSlot>{expected}));
+
+    inventory().reconcilePods({{kCl, "echo-8120fe-1", "camera-app", "vision"}}, 5s);
+    expected.pod = "camera-app";
+    expected.podNamespace = "vision";
+    EXPECT_EQ(store.slots(), (std::vector<StoredSlot>{expected}));
+
+    advance(10s);
+    inventory().reconcilePods({}, 5s);
+    EXPECT_TRUE(store.slots().empty());
+}
+
+TEST_F(InventoryTest, RestartKeepsHolders) {
+    useStore();
+    setUpEcho(2);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    inventory().reconcilePods({{kCl, "echo-8120fe-0", "camera-app", "vision"}}, 5s);
+    const std::int64_t since = slotView("echo-8120fe-0")->sinceMs;
+    inventory_.reset();
+    store_.reset();
+
+    advance(60s);
+    auto store = openStore();
+    RecordingObserver observer;
+    auto restarted = makeInventory(store.get(), observer);
+    restarted->applyConfigurations(configurations_, graces_);
+    restarted->restoreSlots();
+    restarted->reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
+
+    EXPECT_EQ(restarted->slotsHeld(), 1u);
+    std::map<std::string, bool> il;
+    for (const DeviceState& d : observer.latest.at(kFoo0Il).devices) il[d.id] = d.healthy;
+    EXPECT_EQ(il, (std::map<std::string, bool>{{"echo-8120fe-0", false}, {"echo-8120fe-1", true}}));
+    auto result = restarted->allocate(kFoo0Il, {"echo-8120fe-0"});
+    ASSERT_TRUE(std::holds_alternative<AllocationRefused>(result));
+    EXPECT_NE(std::get<AllocationRefused>(result).message.find("by pod vision/camera-app"),
+              std::string::npos);
+    EXPECT_EQ(restarted->view()[0].instances[0].slots[0].sinceMs, since);
+}
+
+TEST_F(InventoryTest, RestartGivesRestoredSlotAFullGrace) {
+    useStore();
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    inventory_.reset();
+    store_.reset();
+
+    advance(60s);
+    auto store = openStore();
+    RecordingObserver observer;
+    auto restarted = makeInventory(store.get(), observer);
+    restarted->applyConfigurations(configurations_, graces_);
+    restarted->restoreSlots();
+    restarted->reportSnapshot("echo", {echoDevice("foo0")});
+    restarted->reconcilePods({}, 5s);
+    EXPECT_EQ(restarted->slotsHeld(), 1u);
+    advance(5s);
+    restarted->reconcilePods({}, 5s);
+    EXPECT_EQ(restarted->slotsHeld(), 0u);
+    EXPECT_TRUE(store->slots().empty());
+}
+
+TEST_F(InventoryTest, RestartForgetsSlotsOfRemovedConfiguration) {
+    useStore();
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    inventory_.reset();
+    store_.reset();
+
+    auto store = openStore();
+    RecordingObserver observer;
+    auto restarted = makeInventory(store.get(), observer);
+    restarted->applyConfigurations({echoConfiguration("other", 1)}, {});
+    restarted->restoreSlots();
+    EXPECT_EQ(restarted->slotsHeld(), 0u);
+    EXPECT_TRUE(store->slots().empty());
+}
+
+TEST_F(InventoryTest, UnwritableStoreRefusesAllocationAndChangesNothing) {
+    Store& store = useStore({.busyTimeoutMs = 50});
+    setUpEcho(2);
+    const auto published = observer_.latest;
+    const int changes = observer_.changes;
+
+    sqlite3* other = nullptr;
+    ASSERT_EQ(sqlite3_open((stateDir() / "state.db").c_str(), &other), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+    const std::string message = refusal(kCl, {"echo-8120fe-0"});
+    ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(other);
+
+    EXPECT_NE(message.find("cannot record the allocation"), std::string::npos) << message;
+    EXPECT_EQ(holder("echo-8120fe-0"), "");
+    EXPECT_EQ(inventory_->slotsHeld(), 0u);
+    EXPECT_EQ(observer_.latest, published);
+    EXPECT_EQ(observer_.changes, changes);
+    EXPECT_TRUE(store.slots().empty());
+
+    allocateOk(kCl, {"echo-8120fe-0"});
+    EXPECT_EQ(store.slots().size(), 1u);
+}
+
+TEST_F(InventoryTest, UnwritableStoreKeepsSlotHeldRatherThanFreeIt) {
+    Store& store = useStore({.busyTimeoutMs = 50});
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    advance(10s);
+
+    sqlite3* other = nullptr;
+    ASSERT_EQ(sqlite3_open((stateDir() / "state.db").c_str(), &other), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+    inventory().reconcilePods({}, 5s);
+    ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(other);
+
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+    EXPECT_EQ(store.slots().size(), 1u);
+    inventory().reconcilePods({}, 5s);
+    EXPECT_EQ(holder("echo-8120fe-0"), "");
+    EXPECT_TRUE(store.slots().empty());
+}
+
+// --- configuration changes -------------------------------------------------------------
+
+TEST_F(InventoryTest, RaisingCapacityAddsSlots) {
+    setUpEcho(1);
+    setCapacity(3);
+    EXPECT_EQ(health(kFoo0Il),
+              (std::map<std::string, bool>{
+                  {"echo-8120fe-0", true}, {"echo-8120fe-1", true}, {"echo-8120fe-2", true}}));
+    EXPECT_EQ(health(kCl).size(), 6u);
+    allocateOk(kCl, {"echo-a19705-2"});
+}
+
+TEST_F(InventoryTest, LoweringCapacityBelowHeldSlotKeepsItUnhealthyUntilReleased) {
+    setUpEcho(3);
+    allocateOk(kCl, {"echo-8120fe-2"});
+    setCapacity(1);
+    EXPECT_EQ(health(kFoo0Il),
+              (std::map<std::string, bool>{
+                  {"echo-8120fe-0", true}, {"echo-8120fe-1", false}, {"echo-8120fe-2", false}}));
+    EXPECT_FALSE(health(kCl).at("echo-8120fe-2"));
+    EXPECT_EQ(health(kFoo1Il), (std::map<std::string, bool>{{"echo-a19705-0", true}}));
+    EXPECT_EQ(holder("echo-8120fe-2"), kCl);
+    refusal(kFoo0Il, {"echo-8120fe-1"});
+
+    advance(10s);
+    inventory().reconcilePods({}, 5s);
+    EXPECT_EQ(health(kFoo0Il), (std::map<std::string, bool>{{"echo-8120fe-0", true}}));
+    EXPECT_EQ(health(kCl).size(), 2u);
+}
+
+TEST_F(InventoryTest, RemovingConfigurationWithdrawsItsResources) {
+    useStore();
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    inventory().applyConfigurations({}, {});
+    EXPECT_EQ(observer_.withdrawn, (std::set<std::string>{kCl, kFoo0Il, kFoo1Il}));
+    EXPECT_TRUE(observer_.latest.empty());
+    EXPECT_TRUE(inventory_->resources().empty());
+    EXPECT_TRUE(store_->slots().empty());
+    refusal(kCl, {"echo-8120fe-0"});
+}
+
+TEST_F(InventoryTest, RemovingOneConfigurationLeavesTheOther) {
+    configurations_ = {echoConfiguration("echo", 1), echoConfiguration("other", 1)};
+    inventory().applyConfigurations(configurations_, {});
+    inventory().reportSnapshot("echo", {echoDevice("foo0")});
+    inventory().reportSnapshot("other", {echoDevice("foo0")});
+    inventory().applyConfigurations({configurations_[1]}, {});
+    EXPECT_EQ(observer_.withdrawn, (std::set<std::string>{kCl, kFoo0Il}));
+    EXPECT_TRUE(observer_.latest.count("akri.sh/other"));
+    EXPECT_TRUE(observer_.latest.count("akri.sh/other-8120fe"));
+}
+
+TEST_F(InventoryTest, ConfigurationResourceOverrideMovesTheResource) {
+    setUpEcho(1);
+    configurations_[0].configurationResource = "example.com/echo";
+    inventory().applyConfigurations(configurations_, graces_);
+    EXPECT_TRUE(observer_.withdrawn.count(kCl));
+    EXPECT_EQ(health("example.com/echo").size(), 2u);
+    EXPECT_TRUE(inventory_->isConfigurationLevel("example.com/echo"));
+    allocateOk("example.com/echo", {"echo-8120fe-0"});
+    EXPECT_FALSE(health(kFoo0Il).at("echo-8120fe-0"));
+}
+
+// Renaming a configuration but keeping its resource (gpu -> intel-gpu, both
+// gpu.intel.com/i915) must leave the resource offered by the new one.
+TEST_F(InventoryTest, RenamedConfigurationKeepsItsOverriddenResource) {
+    configurations_ = {echoConfiguration("echo", 1)};
+    configurations_[0].configurationResource = "example.com/cams";
+    inventory().applyConfigurations(configurations_, {});
+    inventory().reportSnapshot("echo", {echoDevice("foo0")});
+
+    Configuration renamed = configurations_[0];
+    renamed.name = "cams";
+    inventory().applyConfigurations({renamed}, {});
+    inventory().reportSnapshot("cams", {echoDevice("foo0")});
+    EXPECT_TRUE(inventory_->isConfigurationLevel("example.com/cams"));
+    EXPECT_FALSE(observer_.withdrawn.count("example.com/cams"));
+    EXPECT_EQ(health("example.com/cams"), (std::map<std::string, bool>{{"cams-8120fe-0", true}}));
+    allocateOk("example.com/cams", {"cams-8120fe-0"});
+}
+
+TEST_F(InventoryTest, ResourceHandedToAnotherConfigurationStaysOffered) {
+    Configuration echo = echoConfiguration("echo", 1);
+    echo.configurationResource = "example.com/old";
+    Configuration other = echoConfiguration("other", 1);
+    other.configurationResource = "example.com/spare";
+    inventory().applyConfigurations({other, echo}, {});
+
+    echo.configurationResource = "example.com/new";
+    other.configurationResource = "example.com/old";
+    inventory().applyConfigurations({other, echo}, {});
+    inventory().reportSnapshot("other", {echoDevice("foo0")});
+    EXPECT_TRUE(inventory_->isConfigurationLevel("example.com/old"));
+    EXPECT_TRUE(inventory_->isConfigurationLevel("example.com/new"));
+    EXPECT_FALSE(inventory_->isConfigurationLevel("example.com/spare"));
+    EXPECT_EQ(health("example.com/old"), (std::map<std::string, bool>{{"other-8120fe-0", true}}));
+    EXPECT_TRUE(observer_.latest.count("example.com/new"));
+    EXPECT_EQ(observer_.withdrawn, (std::set<std::string>{"example.com/spare"}));
+}
+
+TEST_F(InventoryTest, ResourcesListsEveryOfferedResource) {
+    setUpEcho(1);
+    std::vector<ResourceState> resources = inventory_->resources();
+    std::map<std::string, ResourceState> byName;
+    for (const ResourceState& r : resources) byName[r.resource] = r;
+    EXPECT_EQ(byName, observer_.latest);
+}
+
+}  // namespace
+}  // namespace devlet
