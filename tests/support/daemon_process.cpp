@@ -1,0 +1,143 @@
+#include "tests/support/daemon_process.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace devlet::test {
+
+TempDir::TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "devlet-test-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+}
+
+TempDir::~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+}
+
+void writeFile(const std::filesystem::path& path, const std::string& text) {
+    std::filesystem::create_directories(path.parent_path());
+    // Write then rename, so a watcher never reads half a file.
+    const auto tmp = path.parent_path() / ("." + path.filename().string() + ".tmp");
+    {
+        std::ofstream out(tmp);
+        out << text;
+    }
+    std::filesystem::rename(tmp, path);
+}
+
+std::string readFile(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+DaemonProcess::DaemonProcess(std::filesystem::path root) : root_(std::move(root)) {
+    std::filesystem::create_directories(devicePluginDir());
+    std::filesystem::create_directories(podResourcesSocket().parent_path());
+    std::filesystem::create_directories(confDir());
+    if (!std::filesystem::exists(settingsFile())) writeFile(settingsFile(), "{}\n");
+}
+
+DaemonProcess::~DaemonProcess() {
+    if (running()) kill9();
+}
+
+std::string DaemonProcess::binary() {
+    const char* path = std::getenv("DEVLET_BINARY");
+    return path ? path : "devlet";
+}
+
+void DaemonProcess::start(const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {binary(),
+                                     "run",
+                                     "--config",
+                                     settingsFile().string(),
+                                     "--node-name",
+                                     "test-node",
+                                     "--state-dir",
+                                     stateDir().string(),
+                                     "--conf-dir",
+                                     confDir().string(),
+                                     "--device-plugin-dir",
+                                     devicePluginDir().string(),
+                                     "--pod-resources-socket",
+                                     podResourcesSocket().string(),
+                                     "--log-level",
+                                     "debug"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const int logFd = ::open(logFile().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    pid_ = fork();
+    if (pid_ == 0) {
+        dup2(logFd, 2);
+        dup2(logFd, 1);
+        std::vector<char*> argv;
+        for (auto& arg : args) argv.push_back(arg.data());
+        argv.push_back(nullptr);
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    ::close(logFd);
+}
+
+int DaemonProcess::stop(int signal) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, signal);
+    return wait();
+}
+
+int DaemonProcess::wait() {
+    if (pid_ <= 0) return -1;
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool DaemonProcess::waitForLog(const std::string& text, std::chrono::milliseconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (log().find(text) != std::string::npos) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+}
+
+CommandResult runDevlet(const std::vector<std::string>& args) {
+    int fds[2];
+    if (pipe(fds) != 0) return {};
+    const pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        ::close(fds[0]);
+        std::vector<std::string> all = {DaemonProcess::binary()};
+        all.insert(all.end(), args.begin(), args.end());
+        std::vector<char*> argv;
+        for (auto& arg : all) argv.push_back(arg.data());
+        argv.push_back(nullptr);
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    ::close(fds[1]);
+    CommandResult result;
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) result.output.append(buffer, n);
+    ::close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return result;
+}
+
+}  // namespace devlet::test

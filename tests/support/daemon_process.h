@@ -1,0 +1,72 @@
+#pragma once
+// The real devlet binary as a child process for integration tests: its own temp
+// tree (device-plugin dir, PodResources socket, state dir, conf dir), its stderr
+// in a log file the test can read. Owns the child; kills it on destruction.
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace devlet::test {
+
+// A temp directory removed (recursively) on destruction.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+void writeFile(const std::filesystem::path& path, const std::string& text);
+std::string readFile(const std::filesystem::path& path);
+
+class DaemonProcess {
+public:
+    // root holds dp/ (device plugins), pr/kubelet.sock, state/, conf.d/, devlet.yaml.
+    explicit DaemonProcess(std::filesystem::path root);
+    ~DaemonProcess();
+
+    // The devlet binary under test (from DEVLET_BINARY, set by meson).
+    static std::string binary();
+
+    std::filesystem::path devicePluginDir() const { return root_ / "dp"; }
+    std::filesystem::path podResourcesSocket() const { return root_ / "pr" / "kubelet.sock"; }
+    std::filesystem::path stateDir() const { return root_ / "state"; }
+    std::filesystem::path confDir() const { return root_ / "conf.d"; }
+    std::filesystem::path settingsFile() const { return root_ / "devlet.yaml"; }
+    std::filesystem::path logFile() const { return root_ / "devlet.log"; }
+
+    // Starts `devlet run` with every path pointing into root (extra args appended).
+    void start(const std::vector<std::string>& extra = {});
+    // Sends a signal and waits for the exit; returns the exit status (or 128 + signal).
+    int stop(int signal = 15);
+    void kill9() { stop(9); }
+    // Waits for the daemon to exit by itself; returns the exit status.
+    int wait();
+    bool running() const { return pid_ > 0; }
+    pid_t pid() const { return pid_; }
+    std::string log() const { return readFile(logFile()); }
+    // Waits until the log contains text (re-reading it; the daemon writes as it goes).
+    bool waitForLog(const std::string& text, std::chrono::milliseconds timeout) const;
+
+private:
+    std::filesystem::path root_;
+    pid_t pid_ = -1;
+};
+
+// Runs the devlet binary with args to completion; returns its exit code and output.
+struct CommandResult {
+    int exitCode = -1;
+    std::string output;  // stdout and stderr together
+};
+CommandResult runDevlet(const std::vector<std::string>& args);
+
+}  // namespace devlet::test
