@@ -1,0 +1,129 @@
+// devlet's life next to a kubelet: appearing late, restarting, crashing, stopping.
+
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "tests/integration/fixture.h"
+
+namespace devlet::test {
+namespace {
+
+constexpr const char* kCl = "akri.sh/cams";
+constexpr const char* kFoo0 = "akri.sh/cams-8120fe";
+constexpr const char* kFoo1 = "akri.sh/cams-a19705";
+
+class DaemonLifecycleTest : public DaemonTest {
+protected:
+    void SetUp() override {
+        DaemonTest::SetUp();
+        writeFile(daemon_->confDir() / "cams.yaml",
+                  echoConfiguration("cams", 2, "      availabilityFile: " + availability().string() + "\n"));
+    }
+    std::filesystem::path availability() const { return dir_.path() / "availability.txt"; }
+    bool allRegistered() {
+        for (const auto& r : {kCl, kFoo0, kFoo1}) {
+            if (kubelet_->endpoint(r).empty()) return false;
+        }
+        return true;
+    }
+    std::vector<std::string> ownSockets() const {
+        std::vector<std::string> sockets;
+        for (const auto& entry : std::filesystem::directory_iterator(daemon_->devicePluginDir())) {
+            if (entry.is_socket() && entry.path().filename() != "kubelet.sock") {
+                sockets.push_back(entry.path().filename());
+            }
+        }
+        return sockets;
+    }
+};
+
+TEST_F(DaemonLifecycleTest, WaitsForKubeletAndRegistersWhenItAppears) {
+    daemon_->start();
+    ASSERT_TRUE(daemon_->waitForLog("waiting for kubelet at " + kubelet_->kubeletSocket().string(), 10s));
+    ASSERT_TRUE(daemon_->waitForLog("found: \"foo1\"", 10s));
+    ASSERT_TRUE(kubelet_->start());
+    // Registration comes first; the first ListAndWatch message follows it.
+    EXPECT_TRUE(kubelet_->waitFor([&] { return allRegistered() && health(kCl).size() == 4u; }, 10s));
+}
+
+TEST_F(DaemonLifecycleTest, KubeletRestartReregistersEveryPluginWithSameDevices) {
+    ASSERT_TRUE(kubelet_->start());
+    daemon_->start();
+    ASSERT_TRUE(kubelet_->waitFor([&] { return allRegistered(); }, 10s));
+    auto held = kubelet_->allocateIds("default", "pod-a", "main", kCl, {"cams-a19705-1"});
+    ASSERT_TRUE(held.ok) << held.error;
+    ASSERT_TRUE(waitForHealth(kFoo1, "cams-a19705-1", "Unhealthy"));
+    const auto before = std::make_tuple(health(kCl), health(kFoo0), health(kFoo1));
+    const std::string oldEndpoint = kubelet_->endpoint(kCl);
+
+    ASSERT_TRUE(kubelet_->restart());
+    ASSERT_TRUE(kubelet_->waitFor(
+        [&] {
+            return allRegistered() && kubelet_->registrations(kCl) == 2 && kubelet_->registrations(kFoo0) == 2 &&
+                   kubelet_->registrations(kFoo1) == 2 && health(kFoo1).size() == 2 && health(kCl).size() == 4 &&
+                   health(kFoo0).size() == 2;
+        },
+        10s));
+    EXPECT_EQ(std::make_tuple(health(kCl), health(kFoo0), health(kFoo1)), before);
+    EXPECT_NE(kubelet_->endpoint(kCl), oldEndpoint) << "a fresh socket name on every registration";
+}
+
+TEST_F(DaemonLifecycleTest, KillDashNineKeepsHeldSlotsAcrossRestart) {
+    ASSERT_TRUE(kubelet_->start());
+    daemon_->start();
+    ASSERT_TRUE(kubelet_->waitFor([&] { return allRegistered(); }, 10s));
+    auto viaCl = kubelet_->allocateIds("default", "pod-a", "main", kCl, {"cams-8120fe-0"});
+    ASSERT_TRUE(viaCl.ok) << viaCl.error;
+    auto viaIl = kubelet_->allocateIds("default", "pod-b", "main", kFoo1, {"cams-a19705-0"});
+    ASSERT_TRUE(viaIl.ok) << viaIl.error;
+
+    daemon_->kill9();  // right after the allocations: nothing flushed on the way out
+    daemon_->start();
+    ASSERT_TRUE(daemon_->waitForLog("restored 2 held slot(s)", 10s));
+    ASSERT_TRUE(waitForHealth(kFoo0, "cams-8120fe-0", "Unhealthy"));
+    ASSERT_TRUE(waitForHealth(kCl, "cams-a19705-0", "Unhealthy"));
+    // Neither slot can be given a second time through the other resource.
+    EXPECT_FALSE(kubelet_->allocateIds("default", "pod-c", "main", kFoo0, {"cams-8120fe-0"}).ok);
+    EXPECT_FALSE(kubelet_->allocateIds("default", "pod-d", "main", kCl, {"cams-a19705-0"}).ok);
+}
+
+TEST_F(DaemonLifecycleTest, AvailabilityFileOfflineMakesDevicesVanishAndReturn) {
+    ASSERT_TRUE(kubelet_->start());
+    daemon_->start();
+    ASSERT_TRUE(kubelet_->waitFor([&] { return allRegistered(); }, 10s));
+    writeFile(availability(), "OFFLINE\n");
+    // The configuration resource lists nothing; the instance plugins are withdrawn.
+    EXPECT_TRUE(kubelet_->waitFor(
+        [&] { return health(kCl).empty() && kubelet_->endpoint(kFoo0).empty() && kubelet_->endpoint(kFoo1).empty(); },
+        10s));
+    writeFile(availability(), "\n");
+    EXPECT_TRUE(kubelet_->waitFor([&] { return allRegistered() && health(kCl).size() == 4; }, 10s));
+}
+
+TEST_F(DaemonLifecycleTest, SigtermWithdrawsCleanlyAndRemovesOwnSockets) {
+    ASSERT_TRUE(kubelet_->start());
+    daemon_->start();
+    ASSERT_TRUE(kubelet_->waitFor([&] { return allRegistered(); }, 10s));
+    EXPECT_EQ(ownSockets().size(), 3u);
+    EXPECT_EQ(daemon_->stop(SIGTERM), 0);
+    EXPECT_TRUE(ownSockets().empty());
+    EXPECT_TRUE(kubelet_->waitFor([&] { return kubelet_->endpoint(kCl).empty(); }, 10s));
+}
+
+TEST_F(DaemonLifecycleTest, CorruptStateDatabaseRefusedAndKept) {
+    const std::string data = "this is not a database, but it is someone's data\n";
+    writeFile(daemon_->stateDir() / "state.db", data);
+    daemon_->start();
+    EXPECT_EQ(daemon_->wait(), 1);
+    EXPECT_NE(daemon_->log().find("state.db"), std::string::npos);
+    EXPECT_EQ(readFile(daemon_->stateDir() / "state.db"), data) << "user data is never overwritten";
+    bool copied = false;
+    for (const auto& entry : std::filesystem::directory_iterator(daemon_->stateDir())) {
+        copied |= entry.path().filename().string().rfind("state.db.corrupt-", 0) == 0;
+    }
+    EXPECT_TRUE(copied);
+}
+
+}  // namespace
+}  // namespace devlet::test
