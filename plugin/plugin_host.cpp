@@ -89,7 +89,15 @@ void PluginHost::onDirectoryEvent(const std::string& name, std::uint32_t mask) {
 
 void PluginHost::kubeletAppeared() {
     kubeletPresent_ = true;
-    kubelet_ = grpc::CreateChannel("unix://" + kubeletSocket(), grpc::InsecureChannelCredentials());
+    // kubelet.sock appears at bind(), a moment before the kubelet listens: a connect in
+    // between is refused, and gRPC's default reconnect backoff (1 s and growing) would
+    // then hold every registration back. A local socket is cheap to retry quickly.
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 10);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 10);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+    kubelet_ =
+        grpc::CreateCustomChannel("unix://" + kubeletSocket(), grpc::InsecureChannelCredentials(), args);
     log.info() << "kubelet at " << kubeletSocket() << "; registering " << plugins_.size()
                << " device plugin(s)";
     for (auto& [resource, plugin] : plugins_) registerPlugin(resource, plugin);
@@ -149,7 +157,9 @@ void PluginHost::registerPlugin(const std::string& resource, Plugin& plugin) {
     // The kubelet reads the options through GetDevicePluginOptions; send the same here.
     call->request.mutable_options()->set_get_preferred_allocation_available(
         inventory_->isConfigurationLevel(resource));
-    // The kubelet dials back with a 10 s timeout before answering.
+    // The kubelet dials back with a 10 s timeout before answering. Waiting for the
+    // channel rides out the moment between the kubelet's bind() and listen().
+    call->context.set_wait_for_ready(true);
     call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
     call->stub = v1beta1::Registration::NewStub(kubelet_);
     const std::uint64_t attempt = plugin.attempt;
