@@ -1,8 +1,8 @@
 // devlet's life next to a kubelet: appearing late, restarting, crashing, stopping.
 
-#include <sys/stat.h>
-
 #include <filesystem>
+
+#include <sys/stat.h>
 
 #include "tests/integration/fixture.h"
 
@@ -21,11 +21,12 @@ protected:
                   echoConfiguration("cams", 2, "      availabilityFile: " + availability().string() + "\n"));
     }
     std::filesystem::path availability() const { return dir_.path() / "availability.txt"; }
-    bool allRegistered() {
+    // Every plugin registered and its first ListAndWatch list arrived (it follows registration).
+    bool allOffered() {
         for (const auto& r : {kCl, kFoo0, kFoo1}) {
             if (kubelet_->endpoint(r).empty()) return false;
         }
-        return true;
+        return health(kCl).size() == 4 && health(kFoo0).size() == 2 && health(kFoo1).size() == 2;
     }
     std::vector<std::string> ownSockets() const {
         std::vector<std::string> sockets;
@@ -43,14 +44,25 @@ TEST_F(DaemonLifecycleTest, WaitsForKubeletAndRegistersWhenItAppears) {
     ASSERT_TRUE(daemon_->waitForLog("waiting for kubelet at " + kubelet_->kubeletSocket().string(), 10s));
     ASSERT_TRUE(daemon_->waitForLog("found: \"foo1\"", 10s));
     ASSERT_TRUE(kubelet_->start());
-    // Registration comes first; the first ListAndWatch message follows it.
-    EXPECT_TRUE(kubelet_->waitFor([&] { return allRegistered() && health(kCl).size() == 4u; }, 10s));
+    EXPECT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+}
+
+TEST_F(DaemonLifecycleTest, KubeletInstalledAfterDevletIsFoundWithoutRestart) {
+    // A node where devlet starts before the kubelet was ever installed: not even the
+    // device-plugin directory exists yet.
+    std::filesystem::remove_all(daemon_->devicePluginDir());
+    daemon_->start();
+    ASSERT_TRUE(daemon_->waitForLog("waiting for kubelet at " + kubelet_->kubeletSocket().string(), 10s));
+    ASSERT_TRUE(daemon_->waitForLog("found: \"foo1\"", 10s));
+    std::filesystem::create_directories(daemon_->devicePluginDir());
+    ASSERT_TRUE(kubelet_->start());
+    EXPECT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
 }
 
 TEST_F(DaemonLifecycleTest, KubeletRestartReregistersEveryPluginWithSameDevices) {
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
-    ASSERT_TRUE(kubelet_->waitFor([&] { return allRegistered(); }, 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
     auto held = kubelet_->allocateIds("default", "pod-a", "main", kCl, {"cams-a19705-1"});
     ASSERT_TRUE(held.ok) << held.error;
     ASSERT_TRUE(waitForHealth(kFoo1, "cams-a19705-1", "Unhealthy"));
@@ -60,9 +72,8 @@ TEST_F(DaemonLifecycleTest, KubeletRestartReregistersEveryPluginWithSameDevices)
     ASSERT_TRUE(kubelet_->restart());
     ASSERT_TRUE(kubelet_->waitFor(
         [&] {
-            return allRegistered() && kubelet_->registrations(kCl) == 2 && kubelet_->registrations(kFoo0) == 2 &&
-                   kubelet_->registrations(kFoo1) == 2 && health(kFoo1).size() == 2 && health(kCl).size() == 4 &&
-                   health(kFoo0).size() == 2;
+            return allOffered() && kubelet_->registrations(kCl) == 2 && kubelet_->registrations(kFoo0) == 2 &&
+                   kubelet_->registrations(kFoo1) == 2;
         },
         10s));
     EXPECT_EQ(std::make_tuple(health(kCl), health(kFoo0), health(kFoo1)), before);
@@ -72,7 +83,7 @@ TEST_F(DaemonLifecycleTest, KubeletRestartReregistersEveryPluginWithSameDevices)
 TEST_F(DaemonLifecycleTest, KillDashNineKeepsHeldSlotsAcrossRestart) {
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
-    ASSERT_TRUE(kubelet_->waitFor([&] { return allRegistered(); }, 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
     auto viaCl = kubelet_->allocateIds("default", "pod-a", "main", kCl, {"cams-8120fe-0"});
     ASSERT_TRUE(viaCl.ok) << viaCl.error;
     auto viaIl = kubelet_->allocateIds("default", "pod-b", "main", kFoo1, {"cams-a19705-0"});
@@ -91,20 +102,23 @@ TEST_F(DaemonLifecycleTest, KillDashNineKeepsHeldSlotsAcrossRestart) {
 TEST_F(DaemonLifecycleTest, AvailabilityFileOfflineMakesDevicesVanishAndReturn) {
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
-    ASSERT_TRUE(kubelet_->waitFor([&] { return allRegistered(); }, 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
     writeFile(availability(), "OFFLINE\n");
     // The configuration resource lists nothing; the instance plugins are withdrawn.
     EXPECT_TRUE(kubelet_->waitFor(
-        [&] { return health(kCl).empty() && kubelet_->endpoint(kFoo0).empty() && kubelet_->endpoint(kFoo1).empty(); },
+        [&] {
+            return health(kCl).empty() && kubelet_->endpoint(kFoo0).empty() &&
+                   kubelet_->endpoint(kFoo1).empty();
+        },
         10s));
     writeFile(availability(), "\n");
-    EXPECT_TRUE(kubelet_->waitFor([&] { return allRegistered() && health(kCl).size() == 4; }, 10s));
+    EXPECT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
 }
 
 TEST_F(DaemonLifecycleTest, SigtermWithdrawsCleanlyAndRemovesOwnSockets) {
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
-    ASSERT_TRUE(kubelet_->waitFor([&] { return allRegistered(); }, 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
     EXPECT_EQ(ownSockets().size(), 3u);
     EXPECT_EQ(daemon_->stop(SIGTERM), 0);
     EXPECT_TRUE(ownSockets().empty());
