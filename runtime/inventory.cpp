@@ -558,7 +558,8 @@ void Inventory::reconcilePods(const std::vector<PodDevice>& held, std::chrono::m
                         slot.pod = pod.pod;
                         slot.podNamespace = pod.podNamespace;
                         if (store_) (void)store_->setSlotPod(id, pod.pod, pod.podNamespace);
-                        log.info() << "slot " << id << " is used by pod " << pod.podNamespace << "/" << pod.pod;
+                        log.info() << "slot " << id << " is used by pod " << pod.podNamespace << "/"
+                                   << pod.pod;
                     }
                 } else if (now - slot.lastConfirmed >= grace) {
                     releaseSlot(c, instance, static_cast<int>(k), "no pod holds it any more");

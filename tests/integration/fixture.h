@@ -1,11 +1,11 @@
 #pragma once
 // A running devlet over a kubelet simulator, both in one temp tree.
 
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <memory>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "tests/support/daemon_process.h"
 #include "tests/support/kubelet_simulator.h"
@@ -15,7 +15,8 @@ namespace devlet::test {
 using namespace std::chrono_literals;
 
 // Two debugEcho devices (foo0, foo1; shared, as in Akri's tests) with the given capacity.
-inline std::string echoConfiguration(const std::string& name, int capacity, const std::string& extraDetails = "",
+inline std::string echoConfiguration(const std::string& name, int capacity,
+                                     const std::string& extraDetails = "",
                                      const std::string& extraSpec = "") {
     return "apiVersion: akri.sh/v0\n"
            "kind: Configuration\n"
@@ -29,15 +30,15 @@ inline std::string echoConfiguration(const std::string& name, int capacity, cons
            "    discoveryDetails: |\n"
            "      descriptions: [foo0, foo1]\n"
            "      shared: true\n" +
-           extraDetails +
-           "  capacity: " + std::to_string(capacity) + "\n" + extraSpec;
+           extraDetails + "  capacity: " + std::to_string(capacity) + "\n" + extraSpec;
 }
 
 class DaemonTest : public ::testing::Test {
 protected:
     void SetUp() override {
         daemon_ = std::make_unique<DaemonProcess>(dir_.path());
-        kubelet_ = std::make_unique<KubeletSimulator>(daemon_->devicePluginDir(), daemon_->podResourcesSocket());
+        kubelet_ =
+            std::make_unique<KubeletSimulator>(daemon_->devicePluginDir(), daemon_->podResourcesSocket());
         // Fast slot release so tests need not wait 10 s.
         writeFile(daemon_->settingsFile(),
                   "kubelet:\n  podResourcesIntervalSeconds: 0.2\n  slotReleaseGraceSeconds: 0.5\n");
@@ -64,9 +65,12 @@ protected:
             },
             timeout);
     }
-    bool waitForDevices(const std::string& resource, std::size_t count, std::chrono::milliseconds timeout = 10s) {
+    bool waitForDevices(const std::string& resource, std::size_t count,
+                        std::chrono::milliseconds timeout = 10s) {
         return kubelet_->waitFor(
-            [&] { return !kubelet_->endpoint(resource).empty() && kubelet_->devices(resource).size() == count; },
+            [&] {
+                return !kubelet_->endpoint(resource).empty() && kubelet_->devices(resource).size() == count;
+            },
             timeout);
     }
 

@@ -1,9 +1,9 @@
 // Configurations change under a running devlet: edits, broken files, removals.
 
-#include <signal.h>
-
 #include <filesystem>
 #include <fstream>
+
+#include <signal.h>
 
 #include "tests/integration/fixture.h"
 
