@@ -13,10 +13,19 @@
 
 #include "runtime/discovery.h"
 #include "runtime/naming.h"
+#include "runtime/strict_yaml.h"
 
 namespace devlet {
 
 namespace {
+
+using yaml::Entry;
+using yaml::find;
+using yaml::inQuotes;
+using yaml::joined;
+using yaml::lineOf;
+using yaml::Mapping;
+using yaml::nearMiss;
 
 constexpr std::string_view kApiVersion = "akri.sh/v0";
 constexpr std::string_view kKind = "Configuration";
@@ -46,45 +55,6 @@ const std::vector<std::string> kDevletKeys = {"allocationPolicy", "uniqueDevices
                                               "removalGracePeriodSeconds"};
 const std::vector<std::string> kAllocationPolicies = {"spread", "pack"};
 
-std::string inQuotes(std::string_view text) {
-    return "\"" + std::string(text) + "\"";
-}
-
-std::string joined(const std::vector<std::string>& names) {
-    std::string result;
-    for (const auto& name : names) {
-        if (!result.empty()) result += ", ";
-        result += name;
-    }
-    return result;
-}
-
-// Optimal string alignment distance (a transposition counts as one edit), ignoring case.
-std::size_t editDistance(std::string_view a, std::string_view b) {
-    auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; };
-    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            std::size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
-            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-            if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) && lower(a[i - 2]) == lower(b[j - 1])) {
-                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-            }
-        }
-    }
-    return d[a.size()][b.size()];
-}
-
-std::string unknownKeyMessage(std::string_view key, std::string_view where,
-                              const std::vector<std::string>& allowed) {
-    std::string message = "unknown key " + inQuotes(key) + " in " + std::string(where);
-    if (std::string hint = nearMiss(key, allowed); !hint.empty())
-        return message + "; did you mean " + inQuotes(hint) + "?";
-    return message + " (allowed: " + joined(allowed) + ")";
-}
-
 bool isLabelName(std::string_view name) {
     auto lowerAlnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
     if (name.empty() || !lowerAlnum(name.front()) || !lowerAlnum(name.back())) return false;
@@ -95,25 +65,6 @@ bool isCIdentifier(std::string_view name) {
     auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
     if (name.empty() || !letter(name.front())) return false;
     return std::all_of(name.begin(), name.end(), [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
-}
-
-int lineOf(const YAML::Node& node, int fallback) {
-    YAML::Mark mark = node.Mark();
-    return mark.line >= 0 ? mark.line + 1 : fallback;
-}
-
-// One value of a mapping and the line of its key.
-struct Entry {
-    YAML::Node value;
-    int line = 0;
-    // yaml-cpp marks an empty value at the next token, possibly lines later: use the key's line.
-    int valueLine() const { return value.IsNull() ? line : lineOf(value, line); }
-};
-using Mapping = std::map<std::string, Entry>;
-
-const Entry* find(const Mapping& mapping, const std::string& key) {
-    auto it = mapping.find(key);
-    return it == mapping.end() ? nullptr : &it->second;
 }
 
 // Parses the documents of one file into `out`; every problem carries file:line.
@@ -183,35 +134,12 @@ private:
         bool detailsRead = false;
     };
 
-    // The entries of a mapping, each key once; unknown keys (when `allowed` is given) and
-    // repeated keys are problems. yaml-cpp keeps repeated keys, so they are caught here.
     std::optional<Mapping> mapping(const YAML::Node& node, int line, const std::string& where,
                                    const std::vector<std::string>* allowed, bool emptyAllowed = false) {
         // `brokerProperties:` with every entry commented out is a common sight.
-        if (emptyAllowed && node.IsNull()) return Mapping{};
-        if (!node.IsMap()) {
-            error(line, where + " must be a mapping" + (node.IsNull() ? " (it is empty)" : ""));
-            return std::nullopt;
-        }
-        Mapping result;
-        for (auto it = node.begin(); it != node.end(); ++it) {
-            int keyLine = lineOf(it->first, line);
-            if (!it->first.IsScalar()) {
-                error(keyLine, "keys in " + where + " must be strings");
-                continue;
-            }
-            const std::string& key = it->first.Scalar();
-            if (allowed && std::find(allowed->begin(), allowed->end(), key) == allowed->end()) {
-                error(keyLine, unknownKeyMessage(key, where, *allowed));
-                continue;
-            }
-            auto [existing, inserted] = result.try_emplace(key, Entry{it->second, keyLine});
-            if (!inserted) {
-                error(keyLine, "duplicate key " + inQuotes(key) + " in " + where + " (first at line " +
-                                   std::to_string(existing->second.line) + ")");
-            }
-        }
-        return result;
+        return yaml::readMapping(
+            node, line, where, allowed,
+            [this](int at, std::string message) { error(at, std::move(message)); }, emptyAllowed);
     }
 
     // A string value; an empty value reads as "".
@@ -610,21 +538,6 @@ bool isConfigurationFileName(std::string_view name) {
 std::string ConfigProblem::str() const {
     if (line > 0) return file + ":" + std::to_string(line) + ": " + message;
     return file + ": " + message;
-}
-
-std::string nearMiss(std::string_view word, const std::vector<std::string>& candidates) {
-    // Short words would "match" almost anything within two edits.
-    std::size_t limit = word.size() <= 2 ? 0 : word.size() <= 4 ? 1 : 2;
-    std::string best;
-    std::size_t bestDistance = limit + 1;
-    for (const auto& candidate : candidates) {
-        std::size_t distance = editDistance(word, candidate);
-        if (distance < bestDistance) {
-            bestDistance = distance;
-            best = candidate;
-        }
-    }
-    return best;
 }
 
 ParsedConfigurations parseConfigurations(const std::string& text, const std::string& fileName,

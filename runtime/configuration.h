@@ -6,7 +6,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace devlet {
@@ -54,9 +53,5 @@ ParsedConfigurations loadConfigurationFile(const std::string& path, const Handle
 
 // Files in a conf dir that hold configurations (*.yaml, *.yml; editor temp files skipped).
 std::vector<std::string> configurationFiles(const std::string& dir);
-
-// The candidate closest to a misspelled word (edit distance at most 2), or empty: the
-// "did you mean" hint for unknown keys, handler names and values.
-std::string nearMiss(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace devlet

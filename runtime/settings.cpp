@@ -17,10 +17,16 @@
 
 #include "runtime/log.h"
 #include "runtime/naming.h"
+#include "runtime/strict_yaml.h"
 
 namespace devlet {
 
 namespace {
+
+using yaml::Entry;
+using yaml::inQuotes;
+using yaml::lineOf;
+using yaml::Mapping;
 
 constexpr const char* kCommandLine = "command line";
 constexpr double kMaxIntervalSeconds = 3600;
@@ -43,24 +49,6 @@ constexpr const char* kMicroK8sPodResourcesSocket =
 constexpr const char* kMicroK8sSnap = "/var/snap/microk8s";
 // Rootless k3s (kubelet root under the user's home) is out of scope: device plugins are
 // not expected to work in a user namespace.
-
-std::string inQuotes(std::string_view text) {
-    return "\"" + std::string(text) + "\"";
-}
-
-std::string joined(const std::vector<std::string>& names) {
-    std::string result;
-    for (const auto& name : names) {
-        if (!result.empty()) result += ", ";
-        result += name;
-    }
-    return result;
-}
-
-int lineOf(const YAML::Node& node, int fallback) {
-    YAML::Mark mark = node.Mark();
-    return mark.line >= 0 ? mark.line + 1 : fallback;
-}
 
 std::string rooted(const std::string& root, const char* path) {
     std::string prefix = root;
@@ -94,12 +82,6 @@ std::string logLevelProblem(std::string_view level) {
     LogLevel parsed;
     return parseLogLevel(level, parsed) ? "" : "must be one of error, warning, info, debug";
 }
-
-struct Entry {
-    YAML::Node value;
-    int line = 0;
-};
-using Mapping = std::map<std::string, Entry>;
 
 // Reads one settings file; every problem carries file:line.
 class SettingsParser {
@@ -139,48 +121,18 @@ public:
 private:
     std::optional<Mapping> mapping(const YAML::Node& node, int line, const std::string& where,
                                    const std::vector<std::string>& allowed) {
-        if (!node.IsMap()) {
-            error(line, where + " must be a mapping" + (node.IsNull() ? " (it is empty)" : ""));
-            return std::nullopt;
-        }
-        Mapping result;
-        for (auto it = node.begin(); it != node.end(); ++it) {
-            int keyLine = lineOf(it->first, line);
-            if (!it->first.IsScalar()) {
-                error(keyLine, "keys in " + where + " must be strings");
-                continue;
-            }
-            const std::string& key = it->first.Scalar();
-            if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-                std::string message = "unknown key " + inQuotes(key) + " in " + where;
-                if (std::string hint = nearMiss(key, allowed); !hint.empty()) {
-                    message += "; did you mean " + inQuotes(hint) + "?";
-                } else {
-                    message += " (allowed: " + joined(allowed) + ")";
-                }
-                error(keyLine, message);
-                continue;
-            }
-            auto [existing, inserted] = result.try_emplace(key, Entry{it->second, keyLine});
-            if (!inserted) {
-                error(keyLine, "duplicate key " + inQuotes(key) + " in " + where + " (first at line " +
-                                   std::to_string(existing->second.line) + ")");
-            }
-        }
-        return result;
+        return yaml::readMapping(node, line, where, &allowed,
+                                 [this](int at, std::string message) { error(at, std::move(message)); });
     }
 
     std::optional<Mapping> section(const Mapping& top, const std::string& key,
                                    const std::vector<std::string>& allowed) {
         auto it = top.find(key);
         if (it == top.end()) return std::nullopt;
-        if (it->second.value.IsNull()) return Mapping{};  // every key commented out: defaults
-        return mapping(it->second.value, it->second.line, key, allowed);
-    }
-
-    // yaml-cpp marks an empty value at the next token: use the key's line for it.
-    static int valueLine(const Entry& entry) {
-        return entry.value.IsNull() ? entry.line : lineOf(entry.value, entry.line);
+        // Every key commented out means defaults.
+        return yaml::readMapping(
+            it->second.value, it->second.line, key, &allowed,
+            [this](int at, std::string message) { error(at, std::move(message)); }, /*emptyAllowed=*/true);
     }
 
     void readString(const Mapping& mapping, const std::string& key, const std::string& what,
@@ -192,7 +144,7 @@ private:
         std::string value;
         if (!entry.value.IsNull()) {
             if (!entry.value.IsScalar()) {
-                error(valueLine(entry), what + " must be a string");
+                error(entry.valueLine(), what + " must be a string");
                 return;
             }
             value = entry.value.Scalar();
@@ -202,7 +154,7 @@ private:
             return;
         }
         if (std::string problem = problemOf(value); !problem.empty()) {
-            error(valueLine(entry), what + " " + inQuotes(value) + " " + problem);
+            error(entry.valueLine(), what + " " + inQuotes(value) + " " + problem);
             return;
         }
         target = value;
@@ -222,7 +174,7 @@ private:
         if (!seconds || !std::isfinite(*seconds) || *seconds < 0 || (*seconds == 0 && !allowZero) ||
             *seconds > kMaxIntervalSeconds) {
             std::string got = entry.value.IsScalar() ? " (got " + inQuotes(entry.value.Scalar()) + ")" : "";
-            error(valueLine(entry), what + " must be a number of seconds " + range + got);
+            error(entry.valueLine(), what + " must be a number of seconds " + range + got);
             return;
         }
         auto milliseconds = std::llround(*seconds * 1000);

@@ -11,15 +11,12 @@
 #include "runtime/configuration.h"
 #include "runtime/file_watch.h"
 #include "runtime/log.h"
+#include "runtime/strict_yaml.h"
 
 namespace devlet::echo {
 
 namespace {
 constexpr Log log{"echo"};
-
-int lineOf(const YAML::Node& node) {
-    return node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
-}
 
 bool availabilityOffline(const std::string& path) {
     if (path.empty()) return false;
@@ -86,25 +83,32 @@ EchoDetails parseEchoDetails(const std::string& text, std::vector<DetailsProblem
         problems.push_back({1, "discoveryDetails must be a mapping with \"descriptions\""});
         return details;
     }
-    std::set<std::string> seen;
-    for (const auto& entry : root) {
-        const std::string key = entry.first.as<std::string>("");
-        const YAML::Node& value = entry.second;
-        const int line = lineOf(entry.first);
+    static const std::vector<std::string> kKeys = {"descriptions", "shared", "availabilityFile"};
+    auto mapping =
+        yaml::readMapping(root, 1, "debugEcho discoveryDetails", &kKeys, [&](int line, std::string message) {
+            problems.push_back({line, std::move(message)});
+        });
+    if (!mapping) return details;
+    for (const auto& [key, entry] : *mapping) {
+        const YAML::Node& value = entry.value;
+        const int line = entry.valueLine();
         try {
             if (key == "descriptions") {
                 if (!value.IsSequence()) {
                     problems.push_back({line, "descriptions must be a list of strings"});
                     continue;
                 }
+                std::set<std::string> seen;
                 for (const auto& item : value) {
                     if (!item.IsScalar() || item.Scalar().empty()) {
-                        problems.push_back({lineOf(item), "each description must be a non-empty string"});
+                        problems.push_back(
+                            {yaml::lineOf(item, line), "each description must be a non-empty string"});
                         continue;
                     }
                     if (!seen.insert(item.Scalar()).second) {
-                        problems.push_back({lineOf(item), "description \"" + item.Scalar() +
-                                                              "\" is listed twice; it is the device id"});
+                        problems.push_back(
+                            {yaml::lineOf(item, line),
+                             "description \"" + item.Scalar() + "\" is listed twice; it is the device id"});
                         continue;
                     }
                     details.descriptions.push_back(item.Scalar());
@@ -116,9 +120,6 @@ EchoDetails parseEchoDetails(const std::string& text, std::vector<DetailsProblem
                 if (details.availabilityFile.empty() || details.availabilityFile[0] != '/') {
                     problems.push_back({line, "availabilityFile must be an absolute path"});
                 }
-            } else {
-                problems.push_back({line, "unknown debugEcho key \"" + key +
-                                              "\" (known: descriptions, shared, availabilityFile)"});
             }
         } catch (const YAML::Exception&) {
             problems.push_back({line, "\"" + key + "\" has the wrong type"});

@@ -9,6 +9,7 @@
 
 #include "runtime/configuration.h"
 #include "runtime/discovery.h"
+#include "runtime/strict_yaml.h"
 
 namespace devlet {
 namespace {
@@ -535,11 +536,11 @@ TEST(ConfigProblem, StrFormatsFileAndLine) {
 
 TEST(NearMiss, SuggestsClosestWithinTwoEdits) {
     std::vector<std::string> keys = {"capacity", "brokerProperties", "discoveryHandler"};
-    EXPECT_EQ(nearMiss("capcity", keys), "capacity");
-    EXPECT_EQ(nearMiss("capaicty", keys), "capacity");  // a transposition is one edit
-    EXPECT_EQ(nearMiss("Capacity", keys), "capacity");
-    EXPECT_EQ(nearMiss("brokerProps", keys), "");
-    EXPECT_EQ(nearMiss("x", {"y", "id"}), "");
+    EXPECT_EQ(yaml::nearMiss("capcity", keys), "capacity");
+    EXPECT_EQ(yaml::nearMiss("capaicty", keys), "capacity");  // a transposition is one edit
+    EXPECT_EQ(yaml::nearMiss("Capacity", keys), "capacity");
+    EXPECT_EQ(yaml::nearMiss("brokerProps", keys), "");
+    EXPECT_EQ(yaml::nearMiss("x", {"y", "id"}), "");
 }
 
 class TempDir {

@@ -58,15 +58,27 @@ TEST(EchoDetails, AkriFormatAloneIsLocalAndAlwaysAvailable) {
     EXPECT_EQ(details.availabilityFile, "");
 }
 
-TEST(EchoDetails, UnknownKeyIsReportedWithItsLine) {
+TEST(EchoDetails, UnknownKeyIsReportedWithItsLineAndTheKeyMeant) {
     auto problems = problemsOf(
         "descriptions:\n"
         "  - foo0\n"
         "sharde: true\n");
     ASSERT_EQ(problems.size(), 1u) << describe(problems);
     EXPECT_EQ(problems[0].line, 3);
-    EXPECT_NE(problems[0].message.find("unknown debugEcho key \"sharde\""), std::string::npos)
+    EXPECT_NE(problems[0].message.find("unknown key \"sharde\" in debugEcho discoveryDetails; did you mean "
+                                       "\"shared\"?"),
+              std::string::npos)
         << problems[0].message;
+}
+
+TEST(EchoDetails, RepeatedKeyIsReportedAtTheRepeat) {
+    auto problems = problemsOf(
+        "descriptions: [foo0]\n"
+        "shared: true\n"
+        "shared: false\n");
+    ASSERT_EQ(problems.size(), 1u) << describe(problems);
+    EXPECT_EQ(problems[0].line, 3);
+    EXPECT_NE(problems[0].message.find("duplicate key \"shared\""), std::string::npos) << problems[0].message;
 }
 
 TEST(EchoDetails, DuplicateDescriptionIsReportedAtTheDuplicate) {
