@@ -249,14 +249,7 @@ void Daemon::pingWatchdog() {
 }
 
 void Daemon::updateStatus() {
-    std::size_t instances = 0, slots = 0;
-    for (const ConfigurationView& c : inventory_->view()) {
-        for (const InstanceView& i : c.instances) {
-            if (!i.offered) continue;
-            ++instances;
-            slots += std::min<std::size_t>(i.slots.size(), c.configuration.capacity);
-        }
-    }
+    const Inventory::Offered offered = inventory_->offered();
     std::string kubelet;
     switch (host_.kubeletState()) {
         case plugin::PluginHost::KubeletState::Waiting:
@@ -269,9 +262,10 @@ void Daemon::updateStatus() {
             kubelet = "kubelet connected";
             break;
     }
-    std::string status = std::to_string(instances) + " instance(s) in " + std::to_string(running_.size()) +
-                         " configuration(s); " + std::to_string(inventory_->slotsHeld()) + " of " +
-                         std::to_string(slots) + " slot(s) in use; " + kubelet;
+    std::string status = std::to_string(offered.instances) + " instance(s) in " +
+                         std::to_string(running_.size()) + " configuration(s); " +
+                         std::to_string(inventory_->slotsHeld()) + " of " + std::to_string(offered.slots) +
+                         " slot(s) in use; " + kubelet;
     if (!configurationErrors_.empty())
         status += "; " + std::to_string(configurationErrors_.size()) + " configuration error(s)";
     if (status == lastStatus_) return;

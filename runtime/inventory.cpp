@@ -685,6 +685,18 @@ std::size_t Inventory::slotsHeld() const {
     return held;
 }
 
+Inventory::Offered Inventory::offered() const {
+    Offered offered;
+    for (const auto& [name, c] : configurations_) {
+        for (const auto& [instanceName, i] : c.instances) {
+            if (!i.offered) continue;
+            ++offered.instances;
+            offered.slots += std::min<std::size_t>(i.slots.size(), c.configuration.capacity);
+        }
+    }
+    return offered;
+}
+
 void Inventory::saveInstance(const InstanceState& instance) {
     if (!store_) return;
     StoredInstance stored{instance.name,       instance.configuration,

@@ -135,6 +135,13 @@ public:
     std::vector<ConfigurationView> view() const;
     bool isConfigurationLevel(const std::string& resource) const;
     std::size_t slotsHeld() const;
+    // Offered instances and their slots within capacity: the daemon's status line,
+    // counted on every change, so without copying the view.
+    struct Offered {
+        std::size_t instances = 0;
+        std::size_t slots = 0;
+    };
+    Offered offered() const;
 
 private:
     struct Slot {

@@ -593,6 +593,20 @@ TEST_F(InventoryTest, VanishedDeviceStaysUntilGracePasses) {
     EXPECT_EQ(health(kCl), (std::map<std::string, bool>{{"echo-a19705-0", true}}));
 }
 
+TEST_F(InventoryTest, OfferedCountsInstancesAndSlotsUntilWithdrawn) {
+    setUpEcho(2, 30s);
+    EXPECT_EQ(inventory().offered().instances, 2u);
+    EXPECT_EQ(inventory().offered().slots, 4u);
+
+    inventory().reportSnapshot("echo", {echoDevice("foo1")});
+    EXPECT_EQ(inventory().offered().instances, 2u) << "a vanished device stays offered within its grace";
+
+    advance(30s);
+    inventory().expireGone();
+    EXPECT_EQ(inventory().offered().instances, 1u);
+    EXPECT_EQ(inventory().offered().slots, 2u);
+}
+
 TEST_F(InventoryTest, DeviceBackWithinGraceIsRestoredUnchanged) {
     setUpEcho(2, 30s);
     allocateOk(kCl, {"echo-8120fe-0"});
