@@ -42,10 +42,7 @@ int Daemon::run() {
     inventory_ =
         std::make_unique<Inventory>(settings_.nodeName, settings_.resourceDomain, store_.get(), host_);
     host_.setInventory(*inventory_);
-    host_.onAllRegistered = [this] {
-        notifyReadyOnce();
-        updateStatus();
-    };
+    host_.onAllRegistered = [this] { updateStatus(); };
     log.info() << "devlet " << DEVLET_VERSION << " on node " << settings_.nodeName << "; configurations in "
                << settings_.confDir << ", state in " << settings_.stateDir;
 
@@ -84,14 +81,22 @@ int Daemon::run() {
             updateStatus();
         },
         [this](const std::string& message) {
-            // Held slots stay held while the kubelet cannot tell who holds them.
-            if (message != podResourcesError_) log.debug() << message << "; held slots stay held";
+            // Held slots stay held while the kubelet cannot tell who holds them; without
+            // PodResources no slot is ever released, so say so once per new problem.
+            // With no kubelet at all nothing is held and nothing is wrong.
+            const bool kubelet = host_.kubeletState() != plugin::PluginHost::KubeletState::Waiting;
+            if (message != podResourcesError_) {
+                (kubelet ? log.warning() : log.debug())
+                    << message << "; held slots stay held until it answers";
+            }
             podResourcesError_ = message;
             updateStatus();
         });
     podResources_->start();
 
-    if (host_.kubeletState() != plugin::PluginHost::KubeletState::Registering) notifyReadyOnce();
+    // Ready once the first discovery pass is in and the plugins are served: a kubelet
+    // that is slow to answer (or a stale kubelet.sock) must not hold `systemctl start`.
+    notifyReadyOnce();
     startWatchdog();
     updateStatus();
     loop_.run();
@@ -268,6 +273,8 @@ void Daemon::updateStatus() {
                          " slot(s) in use; " + kubelet;
     if (!configurationErrors_.empty())
         status += "; " + std::to_string(configurationErrors_.size()) + " configuration error(s)";
+    if (!podResourcesError_.empty() && host_.kubeletState() != plugin::PluginHost::KubeletState::Waiting)
+        status += "; PodResources unavailable, slots are not released";
     if (status == lastStatus_) return;
     lastStatus_ = status;
     sd_notify(0, ("STATUS=" + status).c_str());

@@ -2,7 +2,12 @@
 
 #include <filesystem>
 
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "tests/integration/fixture.h"
 
@@ -12,6 +17,50 @@ namespace {
 constexpr const char* kCl = "akri.sh/cams";
 constexpr const char* kFoo0 = "akri.sh/cams-8120fe";
 constexpr const char* kFoo1 = "akri.sh/cams-a19705";
+
+// systemd's end of sd_notify: a datagram socket the daemon finds through NOTIFY_SOCKET.
+class NotifySocket {
+public:
+    explicit NotifySocket(const std::filesystem::path& path) : path_(path) {
+        fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path.c_str());
+        if (::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) ADD_FAILURE() << "bind";
+    }
+    ~NotifySocket() { ::close(fd_); }
+    // Waits for a message that contains `text`; every message read is kept.
+    bool waitFor(const std::string& text, std::chrono::milliseconds timeout) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        while (received_.find(text) == std::string::npos) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            pollfd p{fd_, POLLIN, 0};
+            if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+            char buffer[4096];
+            const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+            if (n > 0) received_.append(buffer, static_cast<std::size_t>(n)).append("\n");
+        }
+        return true;
+    }
+    const std::string& received() const { return received_; }
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+    int fd_ = -1;
+    std::string received_;
+};
+
+// Sets an environment variable for the daemon started in this scope.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const std::string& value) : name_(name) { ::setenv(name, value.c_str(), 1); }
+    ~ScopedEnv() { ::unsetenv(name_); }
+
+private:
+    const char* name_;
+};
 
 class DaemonLifecycleTest : public DaemonTest {
 protected:
@@ -57,6 +106,39 @@ TEST_F(DaemonLifecycleTest, KubeletInstalledAfterDevletIsFoundWithoutRestart) {
     std::filesystem::create_directories(daemon_->devicePluginDir());
     ASSERT_TRUE(kubelet_->start());
     EXPECT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+}
+
+TEST_F(DaemonLifecycleTest, ReadyIsNotHeldBackByAKubeletSocketNobodyAnswers) {
+    // A kubelet that crashed leaves kubelet.sock behind; `systemctl start devlet` must
+    // still finish.
+    {
+        const int stale = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::snprintf(address.sun_path, sizeof address.sun_path, "%s", kubelet_->kubeletSocket().c_str());
+        ASSERT_EQ(::bind(stale, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+        ::close(stale);
+    }
+    NotifySocket systemd(dir_.path() / "notify");
+    {
+        ScopedEnv notify("NOTIFY_SOCKET", systemd.path().string());
+        daemon_->start();
+    }
+    EXPECT_TRUE(systemd.waitFor("READY=1", 10s)) << systemd.received();
+    EXPECT_NE(systemd.received().find("STATUS=2 instance(s) in 1 configuration(s)"), std::string::npos)
+        << systemd.received();
+}
+
+TEST_F(DaemonLifecycleTest, WatchdogIsPingedWhenSystemdAsks) {
+    NotifySocket systemd(dir_.path() / "notify");
+    {
+        ScopedEnv notify("NOTIFY_SOCKET", systemd.path().string());
+        ScopedEnv watchdog("WATCHDOG_USEC", "200000");
+        daemon_->start();
+    }
+    EXPECT_TRUE(systemd.waitFor("WATCHDOG=1", 10s)) << systemd.received();
+    EXPECT_EQ(daemon_->stop(SIGTERM), 0);
+    EXPECT_TRUE(systemd.waitFor("STOPPING=1", 10s)) << systemd.received();
 }
 
 TEST_F(DaemonLifecycleTest, KubeletRestartReregistersEveryPluginWithSameDevices) {
