@@ -426,8 +426,11 @@ ContainerGrant Inventory::grantFor(const ConfigurationState& c,
             grant.envs.try_emplace(key, value);  // the first device keeps the plain name
             grant.envs[key + "_" + hash] = value;
         };
-        for (const auto& [key, value] : instance->device.properties) put(key, value);
-        for (const auto& [key, value] : c.configuration.brokerProperties) put(key, value);
+        // The device's own property wins over a configuration-wide broker property of
+        // the same name, in both KEY and KEY_<HASH>.
+        std::map<std::string, std::string> properties = instance->device.properties;
+        properties.insert(c.configuration.brokerProperties.begin(), c.configuration.brokerProperties.end());
+        for (const auto& [key, value] : properties) put(key, value);
         for (const DeviceNode& node : instance->device.nodes) {
             DeviceNode spec = node;
             if (spec.containerPath.empty()) spec.containerPath = spec.hostPath;
@@ -487,7 +490,13 @@ std::vector<std::string> Inventory::preferredAllocation(const std::string& resou
         free.try_emplace(instance, freeSlots(*config, it->second));
     }
     const bool pack = config->configuration.allocationPolicy == AllocationPolicy::Pack;
-    while (static_cast<int>(result.size()) < size && !candidates.empty()) {
+    const bool unique = config->configuration.uniqueDevices;
+    while (static_cast<int>(result.size()) < size) {
+        // Unique devices: a device already in this request offers no further slot.
+        if (unique) {
+            std::erase_if(candidates, [&](const Candidate& c) { return picked[c.instance] > 0; });
+        }
+        if (candidates.empty()) break;
         auto better = [&](const Candidate& a, const Candidate& b) {
             const int pa = picked[a.instance], pb = picked[b.instance];
             const int fa = free[a.instance] - pa, fb = free[b.instance] - pb;
@@ -504,7 +513,6 @@ std::vector<std::string> Inventory::preferredAllocation(const std::string& resou
             return a.index < b.index;
         };
         auto best = std::min_element(candidates.begin(), candidates.end(), better);
-        if (config->configuration.uniqueDevices && picked[best->instance] > 0) break;
         picked[best->instance]++;
         result.push_back(best->id);
         candidates.erase(best);

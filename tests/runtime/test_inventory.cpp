@@ -411,6 +411,16 @@ TEST_F(InventoryTest, GrantCarriesPropertiesAndBrokerPropertiesPlainAndHashed) {
                           }));
 }
 
+TEST_F(InventoryTest, DevicePropertyWinsOverBrokerPropertyOfTheSameName) {
+    configurations_ = {echoConfiguration("echo", 1)};
+    configurations_[0].brokerProperties = {{"DEBUG_ECHO_DESCRIPTION", "from-broker"}};
+    inventory().applyConfigurations(configurations_, {});
+    inventory().reportSnapshot("echo", {echoDevice("foo0")});
+    ContainerGrant grant = allocateOk(kCl, {"echo-8120fe-0"});
+    EXPECT_EQ(grant.envs.at("DEBUG_ECHO_DESCRIPTION"), "foo0");
+    EXPECT_EQ(grant.envs.at("DEBUG_ECHO_DESCRIPTION_8120FE"), "foo0");
+}
+
 TEST_F(InventoryTest, GrantForTwoInstancesGivesPlainKeyToTheFirst) {
     setUpEcho(1);
     ContainerGrant grant = allocateOk(kCl, {"echo-8120fe-0", "echo-a19705-0"});
@@ -521,6 +531,22 @@ TEST_F(InventoryTest, UniqueDevicesPreferredAllocationStopsAtNumberOfInstances) 
     inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
     auto chosen = inventory().preferredAllocation(kCl, healthyIds(kCl), {}, 3);
     EXPECT_EQ(chosen, (std::vector<std::string>{"echo-8120fe-0", "echo-a19705-0"}));
+}
+
+TEST_F(InventoryTest, PackWithUniqueDevicesPrefersUsedDevicesButNeverTwoSlotsOfOne) {
+    configurations_ = {echoConfiguration("echo", 2)};
+    configurations_[0].uniqueDevices = true;
+    configurations_[0].allocationPolicy = AllocationPolicy::Pack;
+    inventory().applyConfigurations(configurations_, {});
+    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1"), echoDevice("foo2")});
+    allocateOk(kCl, {"echo-a19705-0"});  // foo1 is partly used: pack prefers it
+    // The kubelet leaves devices it has given out of `available`.
+    std::vector<std::string> available = healthyIds(kCl);
+    std::erase(available, "echo-a19705-0");
+    auto chosen = inventory().preferredAllocation(kCl, available, {}, 2);
+    ASSERT_EQ(chosen.size(), 2u);
+    EXPECT_EQ(chosen[0], "echo-a19705-1");
+    EXPECT_NE(chosen[1].substr(0, chosen[1].rfind('-')), "echo-a19705");
 }
 
 TEST_F(InventoryTest, PreferredAllocationOnInstanceResourceTakesAvailableInOrder) {
