@@ -1,6 +1,7 @@
 #include "runtime/configuration.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -600,6 +601,40 @@ std::vector<std::string> configurationFiles(const std::string& dir) {
     }
     std::sort(files.begin(), files.end());
     return files;
+}
+
+std::string configurationLevelResource(const Configuration& configuration,
+                                       const std::string& resourceDomain) {
+    return configuration.configurationResource.empty() ? resourceDomain + "/" + configuration.name
+                                                       : configuration.configurationResource;
+}
+
+std::string resourceConflict(const Configuration& candidate, const std::vector<Configuration>& accepted,
+                             const std::string& resourceDomain) {
+    const std::string resource = configurationLevelResource(candidate, resourceDomain);
+    auto isHash = [](std::string_view text) {
+        return text.size() == 6 && std::all_of(text.begin(), text.end(),
+                                               [](char c) { return std::isxdigit(c) && !std::isupper(c); });
+    };
+    auto where = [](const Configuration& c) { return c.sourceFile + ":" + std::to_string(c.sourceLine); };
+    std::vector<const Configuration*> everyone;
+    for (const Configuration& other : accepted) everyone.push_back(&other);
+    everyone.push_back(&candidate);  // its own instances count too
+    for (const Configuration* other : everyone) {
+        if (other != &candidate && configurationLevelResource(*other, resourceDomain) == resource) {
+            return "resource " + inQuotes(resource) + " is already offered by configuration " +
+                   inQuotes(other->name) + " (" + where(*other) + ")";
+        }
+        const std::string instancePrefix = resourceDomain + "/" + other->name + "-";
+        if (resource.starts_with(instancePrefix) &&
+            isHash(std::string_view(resource).substr(instancePrefix.size()))) {
+            return "resource " + inQuotes(resource) +
+                   " has the form of an instance resource of configuration " + inQuotes(other->name) +
+                   (other == &candidate ? "" : " (" + where(*other) + ")") +
+                   "; choose a name that does not end in '-' and six hex digits";
+        }
+    }
+    return {};
 }
 
 }  // namespace devlet

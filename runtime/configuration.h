@@ -51,6 +51,15 @@ ParsedConfigurations parseConfigurations(const std::string& text, const std::str
 ParsedConfigurations loadConfigurationFile(const std::string& path, const HandlerRegistry& handlers,
                                            const std::string& resourceDomain);
 
+// The configuration-level resource: configurationResource, or "<domain>/<name>".
+std::string configurationLevelResource(const Configuration& configuration, const std::string& resourceDomain);
+
+// Why `candidate` cannot be offered beside `accepted`: its configuration-level resource is
+// already another's, or has the shape of one of their instance-level resources
+// ("<domain>/<name>-<6 hex>"), so two plugins could claim one name. Empty if it can.
+std::string resourceConflict(const Configuration& candidate, const std::vector<Configuration>& accepted,
+                             const std::string& resourceDomain);
+
 // Files in a conf dir that hold configurations (*.yaml, *.yml; editor temp files skipped).
 std::vector<std::string> configurationFiles(const std::string& dir);
 

@@ -63,9 +63,7 @@ void Inventory::applyConfigurations(const std::vector<Configuration>& configurat
     std::set<std::string> wanted;
     for (const Configuration& configuration : configurations) {
         wanted.insert(configuration.name);
-        const std::string resource = configuration.configurationResource.empty()
-                                         ? domain_ + "/" + configuration.name
-                                         : configuration.configurationResource;
+        const std::string resource = configurationLevelResource(configuration, domain_);
         auto grace = removalGrace.find(configuration.name);
         auto [it, added] = configurations_.try_emplace(configuration.name);
         ConfigurationState& c = it->second;

@@ -54,6 +54,18 @@ TEST_F(ConfigurationReloadTest, HostileFilesAreRejectedWithoutHarm) {
     EXPECT_EQ(kubelet_->devices("akri.sh/negative").size(), 0u);
 }
 
+TEST_F(ConfigurationReloadTest, NewcomerClaimingARunningResourceIsTheOneRefused) {
+    // "a-other.yaml" sorts before "cams.yaml": file order must not unseat what runs.
+    writeFile(daemon_->confDir() / "a-other.yaml",
+              echoConfiguration("other", 1, "", "  devlet:\n    configurationResource: akri.sh/cams\n"));
+    EXPECT_TRUE(daemon_->waitForLog(
+        "configuration \"other\" cannot be offered: resource \"akri.sh/cams\" is already offered by "
+        "configuration \"cams\"",
+        10s));
+    EXPECT_EQ(health(kCl).size(), 4u);
+    EXPECT_TRUE(health(kCl).count("cams-8120fe-1"));
+}
+
 TEST_F(ConfigurationReloadTest, RemovingTheFileWithdrawsItsDevices) {
     std::filesystem::remove(daemon_->confDir() / "cams.yaml");
     EXPECT_TRUE(kubelet_->waitFor(

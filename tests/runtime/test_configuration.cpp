@@ -611,5 +611,42 @@ TEST(ConfigurationFiles, MissingDirectoryIsEmpty) {
     EXPECT_TRUE(configurationFiles("/nonexistent/devlet/conf.d").empty());
 }
 
+Configuration named(const std::string& name, const std::string& resource = "") {
+    Configuration c;
+    c.name = name;
+    c.configurationResource = resource;
+    c.sourceFile = name + ".yaml";
+    c.sourceLine = 4;
+    return c;
+}
+
+TEST(ResourceConflict, DistinctNamesDoNotConflict) {
+    EXPECT_EQ(resourceConflict(named("cams-north"), {named("cams")}, "akri.sh"), "");
+    EXPECT_EQ(resourceConflict(named("usb"), {named("cams"), named("gpus", "gpu.intel.com/i915")}, "akri.sh"),
+              "");
+}
+
+TEST(ResourceConflict, SharedConfigurationResourceConflictsNamingTheOwner) {
+    const std::string why = resourceConflict(named("other", "akri.sh/cams"), {named("cams")}, "akri.sh");
+    EXPECT_NE(
+        why.find("resource \"akri.sh/cams\" is already offered by configuration \"cams\" (cams.yaml:4)"),
+        std::string::npos)
+        << why;
+}
+
+TEST(ResourceConflict, NameShapedLikeAnotherConfigurationsInstanceResourceConflicts) {
+    const std::string why = resourceConflict(named("cams-8120fe"), {named("cams")}, "akri.sh");
+    EXPECT_NE(why.find("has the form of an instance resource of configuration \"cams\""), std::string::npos)
+        << why;
+}
+
+TEST(ResourceConflict, OverrideShapedLikeItsOwnInstanceResourceConflicts) {
+    EXPECT_NE(resourceConflict(named("cams", "akri.sh/cams-abcdef"), {}, "akri.sh"), "");
+}
+
+TEST(ResourceConflict, OtherDomainNeverClashesWithInstanceResources) {
+    EXPECT_EQ(resourceConflict(named("x", "gpu.intel.com/cams-8120fe"), {named("cams")}, "akri.sh"), "");
+}
+
 }  // namespace
 }  // namespace devlet
