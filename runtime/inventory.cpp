@@ -81,6 +81,7 @@ void Inventory::applyConfigurations(const std::vector<Configuration>& configurat
         resourceOwners_[resource] = configuration.name;
         changed_.insert(resource);
         if (added) {
+            adoptRetainedSlots(c);
             event("info", configuration.name,
                   "configuration " + configuration.name + " (" + configuration.handler + ", capacity " +
                       std::to_string(configuration.capacity) + ") loaded from " + configuration.sourceFile);
@@ -113,73 +114,135 @@ void Inventory::removeConfiguration(const std::string& name) {
     auto it = configurations_.find(name);
     if (it == configurations_.end()) return;
     ConfigurationState& c = it->second;
-    std::vector<std::string> held;
+    const std::size_t retainedBefore = retained_.size();
+    retainHeldSlots(c);
+    const std::size_t retained = retained_.size() - retainedBefore;
     for (auto& [instanceName, instance] : c.instances) {
         changed_.insert(instanceResource(instanceName));
-        for (std::size_t k = 0; k < instance.slots.size(); ++k) {
-            if (!instance.slots[k].holderResource.empty())
-                held.push_back(slotId(instanceName, static_cast<int>(k)));
-        }
-        if (store_) (void)store_->removeInstance(instanceName);
+        const bool held = std::any_of(instance.slots.begin(), instance.slots.end(),
+                                      [](const Slot& slot) { return !slot.holderResource.empty(); });
+        // A held instance keeps its row: its device id is needed if the configuration returns.
+        if (store_ && !held) (void)store_->removeInstance(instanceName);
     }
-    if (store_) {
-        if (!held.empty()) (void)store_->releaseSlots(held);
-        (void)store_->deactivateConfiguration(name, clock_.wallMs());
-    }
+    if (store_) (void)store_->deactivateConfiguration(name, clock_.wallMs());
     changed_.insert(c.resource);
     // A renamed configuration that kept its resource already owns it again.
     if (auto owner = resourceOwners_.find(c.resource);
         owner != resourceOwners_.end() && owner->second == name)
         resourceOwners_.erase(owner);
-    event(
-        "info", name,
-        "configuration " + name + " removed; its " + std::to_string(c.instances.size()) +
-            " instance(s) are withdrawn" +
-            (held.empty() ? std::string() : " (" + std::to_string(held.size()) + " held slot(s) forgotten)"));
+    event("info", name,
+          "configuration " + name + " removed; its " + std::to_string(c.instances.size()) +
+              " instance(s) are withdrawn" +
+              (retained == 0
+                   ? std::string()
+                   : " (" + std::to_string(retained) + " held slot(s) stay held until their pods are gone)"));
     configurations_.erase(it);
+}
+
+void Inventory::retainHeldSlots(ConfigurationState& c) {
+    for (const auto& [instanceName, instance] : c.instances) {
+        for (std::size_t k = 0; k < instance.slots.size(); ++k) {
+            const Slot& slot = instance.slots[k];
+            if (slot.holderResource.empty()) continue;
+            retained_[slotId(instanceName, static_cast<int>(k))] = RetainedSlot{
+                c.configuration.name, instanceName, instance.device.id, static_cast<int>(k), slot};
+        }
+    }
+}
+
+void Inventory::adoptRetainedSlots(ConfigurationState& c) {
+    for (auto it = retained_.begin(); it != retained_.end();) {
+        if (it->second.configuration != c.configuration.name) {
+            ++it;
+            continue;
+        }
+        const RetainedSlot& r = it->second;
+        placeHeldSlot(c, r.instance, r.deviceId, r.index, r.slot);
+        it = retained_.erase(it);
+    }
+}
+
+void Inventory::placeHeldSlot(ConfigurationState& c, const std::string& instanceName,
+                              const std::string& deviceId, int index, const Slot& slot) {
+    auto [iit, added] = c.instances.try_emplace(instanceName);
+    InstanceState& instance = iit->second;
+    if (added) {
+        instance.name = instanceName;
+        instance.configuration = c.configuration.name;
+        instance.device.id = deviceId;
+    }
+    if (static_cast<int>(instance.slots.size()) <= index) instance.slots.resize(index + 1);
+    instance.slots[index] = slot;
+    resizeSlots(c, instance);
+    markChanged(c, &instance);
+}
+
+void Inventory::reconcileRetained(const std::set<std::pair<std::string, std::string>>& held,
+                                  std::chrono::milliseconds grace) {
+    const auto now = clock_.steady();
+    for (auto it = retained_.begin(); it != retained_.end();) {
+        RetainedSlot& r = it->second;
+        if (held.count({r.slot.holderResource, it->first})) {
+            r.slot.lastConfirmed = now;
+        } else if (now - r.slot.lastConfirmed >= grace) {
+            if (store_) {
+                if (auto outcome = store_->releaseSlots({it->first}); !outcome) {
+                    log.warning() << "slot " << it->first << " stays held: " << outcome.error();
+                    ++it;
+                    continue;
+                }
+                const bool instanceStillHeld =
+                    std::any_of(retained_.begin(), retained_.end(), [&](const auto& other) {
+                        return other.first != it->first && other.second.instance == r.instance;
+                    });
+                if (!instanceStillHeld) (void)store_->removeInstance(r.instance);
+            }
+            event("info", r.instance,
+                  "slot " + it->first + " of removed configuration " + r.configuration +
+                      " released: no pod holds it any more");
+            it = retained_.erase(it);
+            continue;
+        }
+        ++it;
+    }
 }
 
 void Inventory::restoreSlots() {
     if (!store_) return;
     std::map<std::string, StoredInstance> known;
     for (StoredInstance& instance : store_->instances()) known[instance.name] = std::move(instance);
-    std::vector<std::string> orphans;
     const auto now = clock_.steady();
+    std::size_t restored = 0;
     for (const StoredSlot& stored : store_->slots()) {
-        auto cit = configurations_.find(stored.configuration);
-        if (cit == configurations_.end() || stored.index < 0) {
-            orphans.push_back(stored.deviceId);
-            continue;
-        }
-        ConfigurationState& c = cit->second;
-        auto [iit, added] = c.instances.try_emplace(stored.instance);
-        InstanceState& instance = iit->second;
-        if (added) {
-            instance.name = stored.instance;
-            instance.configuration = c.configuration.name;
-            if (auto k = known.find(stored.instance); k != known.end()) {
-                instance.device.id = k->second.id;
-                instance.firstSeenMs = k->second.firstSeenMs;
-                instance.lastSeenMs = k->second.lastSeenMs;
-            }
-        }
-        if (static_cast<int>(instance.slots.size()) <= stored.index) instance.slots.resize(stored.index + 1);
-        Slot& slot = instance.slots[stored.index];
+        if (stored.index < 0) continue;
+        Slot slot;
         slot.holderResource = stored.holderResource;
         slot.sinceMs = stored.sinceMs;
         slot.pod = stored.pod;
         slot.podNamespace = stored.podNamespace;
         // A restart is no evidence the pod went away: give it a full grace period.
         slot.lastConfirmed = now;
-        resizeSlots(c, instance);
-        markChanged(c, &instance);
+        auto k = known.find(stored.instance);
+        const std::string deviceId = k == known.end() ? std::string() : k->second.id;
+        auto cit = configurations_.find(stored.configuration);
+        if (cit == configurations_.end()) {
+            retained_[stored.deviceId] =
+                RetainedSlot{stored.configuration, stored.instance, deviceId, stored.index, slot};
+            continue;
+        }
+        placeHeldSlot(cit->second, stored.instance, deviceId, stored.index, slot);
+        if (k != known.end()) {
+            InstanceState& instance = cit->second.instances[stored.instance];
+            if (instance.firstSeenMs == 0) instance.firstSeenMs = k->second.firstSeenMs;
+            if (instance.lastSeenMs == 0) instance.lastSeenMs = k->second.lastSeenMs;
+        }
+        ++restored;
     }
-    if (!orphans.empty()) {
-        (void)store_->releaseSlots(orphans);
-        log.info() << "released " << orphans.size() << " held slot(s) whose configuration no longer exists";
-    }
-    std::size_t restored = slotsHeld();
     if (restored) log.info() << "restored " << restored << " held slot(s) from the state store";
+    if (!retained_.empty())
+        log.info()
+            << retained_.size()
+            << " held slot(s) belong to configurations that are gone; they stay held until their pods are";
     publish();
 }
 
@@ -548,6 +611,10 @@ void Inventory::reconcilePods(const std::vector<PodDevice>& held, std::chrono::m
               "slot " + device.deviceId + " is held by pod " + device.podNamespace + "/" + device.pod +
                   " through " + device.resource + " but was not recorded; adopted");
     }
+
+    std::set<std::pair<std::string, std::string>> heldIds;
+    for (const auto& [key, device] : byDevice) heldIds.insert(key);
+    reconcileRetained(heldIds, grace);
 
     for (auto& [configName, c] : configurations_) {
         std::vector<std::string> emptied;

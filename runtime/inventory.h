@@ -199,7 +199,26 @@ private:
     Store* store_;
     InventoryObserver& observer_;
     Clock clock_;
+    // A slot still held when its configuration went away (removed, or missing after a
+    // restart). It stays held, here and in the store, until PodResources shows its pod
+    // gone: a configuration that comes back must not hand it out a second time.
+    struct RetainedSlot {
+        std::string configuration;
+        std::string instance;
+        std::string deviceId;  // the instance's device id, for when it comes back
+        int index = 0;
+        Slot slot;
+    };
+    void retainHeldSlots(ConfigurationState& c);
+    void adoptRetainedSlots(ConfigurationState& c);
+    void reconcileRetained(const std::set<std::pair<std::string, std::string>>& held,
+                           std::chrono::milliseconds grace);
+    // Puts a held slot into its instance, creating the instance record if needed.
+    void placeHeldSlot(ConfigurationState& c, const std::string& instance, const std::string& deviceId,
+                       int index, const Slot& slot);
+
     std::map<std::string, ConfigurationState> configurations_;
+    std::map<std::string, RetainedSlot> retained_;       // by slot id
     std::map<std::string, std::string> resourceOwners_;  // CL resource -> configuration
     std::set<std::string> changed_;                      // resources to re-publish
     std::set<std::string> published_;                    // resources the observer knows

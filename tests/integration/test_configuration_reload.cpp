@@ -73,6 +73,25 @@ TEST_F(ConfigurationReloadTest, RemovingTheFileWithdrawsItsDevices) {
     EXPECT_TRUE(daemon_->waitForLog("configuration cams removed", 10s));
 }
 
+TEST_F(ConfigurationReloadTest, FileRemovedAndRestoredNeverGivesAHeldSlotTwice) {
+    auto held = kubelet_->allocate("default", "pod-a", "main", kCl, 1);
+    ASSERT_TRUE(held.ok) << held.error;
+    const std::string slot = held.deviceIds.at(0);
+    const std::string instanceResource = "akri.sh/" + slot.substr(0, slot.rfind('-'));
+    const std::string text = readFile(daemon_->confDir() / "cams.yaml");
+
+    std::filesystem::remove(daemon_->confDir() / "cams.yaml");
+    ASSERT_TRUE(daemon_->waitForLog("held slot(s) stay held until their pods are gone", 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return kubelet_->endpoint(instanceResource).empty(); }, 10s));
+    writeFile(daemon_->confDir() / "cams.yaml", text);
+    ASSERT_TRUE(kubelet_->waitFor([&] { return kubelet_->registrations(instanceResource) == 2; }, 10s));
+    ASSERT_TRUE(waitForHealth(instanceResource, slot, "Unhealthy"));
+
+    auto twice = kubelet_->allocateIds("default", "pod-b", "main", instanceResource, {slot});
+    EXPECT_FALSE(twice.ok);
+    EXPECT_NE(twice.error.find(kCl), std::string::npos) << twice.error;
+}
+
 TEST_F(ConfigurationReloadTest, SighupReloads) {
     // Written in place (no rename event is needed for SIGHUP to see it).
     {

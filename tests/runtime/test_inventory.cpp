@@ -808,7 +808,7 @@ TEST_F(InventoryTest, RestartGivesRestoredSlotAFullGrace) {
     EXPECT_TRUE(store->slots().empty());
 }
 
-TEST_F(InventoryTest, RestartForgetsSlotsOfRemovedConfiguration) {
+TEST_F(InventoryTest, RestartKeepsSlotsOfMissingConfigurationUntilTheirPodIsGone) {
     useStore();
     setUpEcho(1);
     allocateOk(kCl, {"echo-8120fe-0"});
@@ -820,7 +820,15 @@ TEST_F(InventoryTest, RestartForgetsSlotsOfRemovedConfiguration) {
     auto restarted = makeInventory(store.get(), observer);
     restarted->applyConfigurations({echoConfiguration("other", 1)}, {});
     restarted->restoreSlots();
-    EXPECT_EQ(restarted->slotsHeld(), 0u);
+    EXPECT_EQ(store->slots().size(), 1u) << "the pod may still run; its configuration may come back";
+
+    restarted->reconcilePods({{kCl, "echo-8120fe-0", "camera-app", "vision"}}, 5s);
+    advance(10s);
+    restarted->reconcilePods({{kCl, "echo-8120fe-0", "camera-app", "vision"}}, 5s);
+    EXPECT_EQ(store->slots().size(), 1u);
+
+    advance(10s);
+    restarted->reconcilePods({}, 5s);
     EXPECT_TRUE(store->slots().empty());
 }
 
@@ -906,8 +914,36 @@ TEST_F(InventoryTest, RemovingConfigurationWithdrawsItsResources) {
     EXPECT_EQ(observer_.withdrawn, (std::set<std::string>{kCl, kFoo0Il, kFoo1Il}));
     EXPECT_TRUE(observer_.latest.empty());
     EXPECT_TRUE(inventory_->resources().empty());
-    EXPECT_TRUE(store_->slots().empty());
+    EXPECT_EQ(store_->slots().size(), 1u) << "its pod may still run";
     refusal(kCl, {"echo-8120fe-0"});
+}
+
+TEST_F(InventoryTest, ConfigurationThatComesBackDoesNotGiveAHeldSlotAgain) {
+    useStore();
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    inventory().applyConfigurations({}, {});
+    inventory().applyConfigurations(configurations_, graces_);
+    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
+
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+    EXPECT_EQ(health(kFoo0Il), (std::map<std::string, bool>{{"echo-8120fe-0", false}}));
+    EXPECT_NE(refusal(kFoo0Il, {"echo-8120fe-0"}).find(kCl), std::string::npos);
+}
+
+TEST_F(InventoryTest, SlotOfRemovedConfigurationIsReleasedOnceItsPodIsGone) {
+    useStore();
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    inventory().applyConfigurations({}, {});
+    advance(10s);
+    inventory().reconcilePods({}, 5s);
+    EXPECT_TRUE(store_->slots().empty());
+
+    inventory().applyConfigurations(configurations_, graces_);
+    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
+    EXPECT_EQ(health(kFoo0Il), (std::map<std::string, bool>{{"echo-8120fe-0", true}}));
+    allocateOk(kFoo0Il, {"echo-8120fe-0"});
 }
 
 TEST_F(InventoryTest, RemovingOneConfigurationLeavesTheOther) {
