@@ -90,6 +90,10 @@ int configCheck(const std::vector<std::string>& files) {
     // The resource domain shapes valid names: take it from the settings when they load.
     devlet::LoadedSettings settings = devlet::loadSettings({});
     const std::string domain = settings.problems.empty() ? settings.settings.resourceDomain : "akri.sh";
+    if (!settings.problems.empty()) {
+        std::cerr << "devlet: the settings do not load (" << settings.problems.front().str()
+                  << "); checking resource names against the default domain akri.sh\n";
+    }
     bool valid = true;
     for (const std::string& file : files) {
         devlet::ParsedConfigurations parsed = devlet::loadConfigurationFile(file, handlers, domain);
