@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 
+#include <boost/asio/post.hpp>
 #include <sys/inotify.h>
 #include <systemd/sd-daemon.h>
 
@@ -42,6 +43,9 @@ int Daemon::run() {
     }
     inventory_ =
         std::make_unique<Inventory>(settings_.nodeName, settings_.resourceDomain, store_.get(), host_);
+    // Published from the loop after the work at hand: Allocate answers first.
+    inventory_->setPublishScheduler(
+        [this](std::function<void()> publish) { boost::asio::post(loop_, std::move(publish)); });
     host_.setInventory(*inventory_);
     host_.onAllRegistered = [this] { updateStatus(); };
     log.info() << "devlet " << DEVLET_VERSION << " on node " << settings_.nodeName << "; configurations in "

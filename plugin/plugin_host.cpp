@@ -49,6 +49,7 @@ void PluginHost::stop() {
     stopped_ = true;
     for (auto& [resource, plugin] : plugins_) plugin.server.reset();
     plugins_.clear();
+    socketOwners_.clear();
 }
 
 void PluginHost::removeStaleSockets() {
@@ -77,14 +78,21 @@ void PluginHost::onDirectoryEvent(const std::string& name, std::uint32_t mask) {
         return;
     }
     if (!(mask & (IN_DELETE | IN_MOVED_FROM))) return;
-    for (auto& [resource, plugin] : plugins_) {
-        if (!plugin.server || std::filesystem::path(plugin.server->socketPath()).filename() != name) continue;
-        // Our socket was wiped (a kubelet restart does this): serve anew and register again.
-        log.debug() << "socket of " << resource << " removed";
-        plugin.server.reset();
-        plugin.registration = Plugin::Registration::None;
-        registerPlugin(resource, plugin);
-    }
+    // A kubelet restart wipes every socket at once: one lookup per event, not a scan.
+    auto owner = socketOwners_.find(name);
+    if (owner == socketOwners_.end()) return;
+    const std::string resource = owner->second;
+    socketOwners_.erase(owner);
+    auto it = plugins_.find(resource);
+    if (it == plugins_.end() || !it->second.server ||
+        std::filesystem::path(it->second.server->socketPath()).filename() != name)
+        return;  // a socket of an earlier registration
+    // Our socket was wiped (a kubelet restart does this): serve anew and register again.
+    log.debug() << "socket of " << resource << " removed";
+    Plugin& plugin = it->second;
+    plugin.server.reset();
+    plugin.registration = Plugin::Registration::None;
+    registerPlugin(resource, plugin);
 }
 
 void PluginHost::kubeletAppeared() {
@@ -140,6 +148,7 @@ void PluginHost::registerPlugin(const std::string& resource, Plugin& plugin) {
         return;
     }
     server->publish(plugin.state);
+    socketOwners_[std::filesystem::path(path).filename().string()] = resource;
     plugin.server = std::move(server);
     plugin.registration = Plugin::Registration::Pending;
     plugin.attempt = ++attempts_;
@@ -206,17 +215,19 @@ void PluginHost::scheduleRetry(const std::string& resource, int failures) {
     });
 }
 
-void PluginHost::resourceChanged(const ResourceState& state) {
+void PluginHost::resourceChanged(ResourceState state) {
     if (stopped_) return;
     auto [it, added] = plugins_.try_emplace(state.resource);
     Plugin& plugin = it->second;
-    plugin.state = state;
+    // The same list again (a change elsewhere in the configuration): nothing to send.
+    const bool same = !added && plugin.state == state;
+    if (!same) plugin.state = std::move(state);
     if (plugin.server) {
-        plugin.server->publish(state);
+        if (!same) plugin.server->publish(plugin.state);
     } else if (plugin.registration == Plugin::Registration::None && plugin.failures == 0) {
-        registerPlugin(state.resource, plugin);
+        registerPlugin(it->first, plugin);
     }
-    if (added) log.debug() << state.resource << " offered with " << state.devices.size() << " device(s)";
+    if (added) log.debug() << it->first << " offered with " << plugin.state.devices.size() << " device(s)";
 }
 
 void PluginHost::resourceWithdrawn(const std::string& resource) {

@@ -36,7 +36,7 @@ public:
     // Withdraws every plugin and removes its socket (SIGTERM).
     void stop();
 
-    void resourceChanged(const ResourceState& state) override;
+    void resourceChanged(ResourceState state) override;
     void resourceWithdrawn(const std::string& resource) override;
 
     KubeletState kubeletState() const;
@@ -72,6 +72,7 @@ private:
     bool kubeletPresent_ = false;
     bool stopped_ = false;
     std::map<std::string, Plugin> plugins_;
+    std::map<std::string, std::string> socketOwners_;  // socket file name -> resource (may be stale)
     std::uint64_t generation_ = 0;
     std::uint64_t attempts_ = 0;
     std::string waitingSince_;

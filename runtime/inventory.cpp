@@ -255,7 +255,9 @@ void Inventory::resizeSlots(ConfigurationState& c, InstanceState& instance) {
             break;
         }
     }
+    if (size == instance.slots.size()) return;
     instance.slots.resize(size);
+    markChanged(c, &instance);
 }
 
 // ---------------------------------------------------------------------------
@@ -460,11 +462,11 @@ std::variant<ContainerGrant, AllocationRefused> Inventory::allocate(
     for (const SlotRef& ref : refs) {
         Slot& slot = ref.instance->slots[ref.index];
         if (slot.holderResource != resource) {
+            markHolderChanged(*ref.configuration, *ref.instance, slot.holderResource, resource);
             slot.holderResource = resource;
             slot.sinceMs = nowMs;
             slot.pod.clear();
             slot.podNamespace.clear();
-            markChanged(*ref.configuration, ref.instance);
             log.debug() << "slot " << slotId(ref.instance->name, ref.index) << " held through " << resource;
         }
         slot.lastConfirmed = now;
@@ -603,10 +605,10 @@ void Inventory::reconcilePods(const std::vector<PodDevice>& held, std::chrono::m
             }
         }
         Slot& slot = ref.instance->slots[ref.index];
+        markHolderChanged(*ref.configuration, *ref.instance, slot.holderResource, device.resource);
         slot.holderResource = device.resource;
         slot.sinceMs = record.sinceMs;
         slot.lastConfirmed = now;
-        markChanged(*ref.configuration, ref.instance);
         event("warning", ref.instance->name,
               "slot " + device.deviceId + " is held by pod " + device.podNamespace + "/" + device.pod +
                   " through " + device.resource + " but was not recorded; adopted");
@@ -660,13 +662,24 @@ void Inventory::releaseSlot(ConfigurationState& c, InstanceState& instance, int 
     }
     Slot& slot = instance.slots[index];
     std::string who = slot.pod.empty() ? slot.holderResource : slot.podNamespace + "/" + slot.pod;
+    markHolderChanged(c, instance, slot.holderResource, "");
     slot = Slot{};
-    markChanged(c, &instance);
     event("info", instance.name, "slot " + id + " released (" + who + "): " + why);
 }
 
 // ---------------------------------------------------------------------------
 // Publishing
+
+void Inventory::markHolderChanged(const ConfigurationState& c, const InstanceState& instance,
+                                  const std::string& before, const std::string& after) {
+    // A slot is Healthy in the resource that holds it and Unhealthy in the other, so a
+    // new holder usually changes one list: the configuration-level one can be thousands
+    // of slots long, and is then not rebuilt for nothing.
+    for (const std::string& resource : {c.resource, instanceResource(instance.name)}) {
+        auto healthyIn = [&](const std::string& holder) { return holder.empty() || holder == resource; };
+        if (healthyIn(before) != healthyIn(after)) changed_.insert(resource);
+    }
+}
 
 void Inventory::markChanged(const ConfigurationState& c, const InstanceState* instance) {
     changed_.insert(c.resource);
@@ -695,6 +708,9 @@ ResourceState Inventory::buildResource(const ConfigurationState& c, const Instan
         add(*instance, state.resource);
     } else {
         state.resource = c.resource;
+        std::size_t slots = 0;
+        for (const auto& [name, i] : c.instances) slots += i.offered ? i.slots.size() : 0;
+        state.devices.reserve(slots);
         for (const auto& [name, i] : c.instances) {
             if (i.offered) add(i, state.resource);
         }
@@ -703,6 +719,19 @@ ResourceState Inventory::buildResource(const ConfigurationState& c, const Instan
 }
 
 void Inventory::publish() {
+    if (!scheduler_) {
+        publishNow();
+        return;
+    }
+    if (changed_.empty() || publishScheduled_) return;
+    publishScheduled_ = true;
+    scheduler_([this] {
+        publishScheduled_ = false;
+        publishNow();
+    });
+}
+
+void Inventory::publishNow() {
     if (changed_.empty()) return;
     std::set<std::string> changed;
     changed.swap(changed_);

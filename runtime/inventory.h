@@ -41,8 +41,9 @@ struct ResourceState {
 class InventoryObserver {
 public:
     virtual ~InventoryObserver() = default;
-    // A resource appeared or its device list changed (full list).
-    virtual void resourceChanged(const ResourceState& state) = 0;
+    // A resource appeared or its device list changed (full list; the observer may keep it:
+    // a configuration-level list can hold thousands of slots).
+    virtual void resourceChanged(ResourceState state) = 0;
     // A resource is no longer offered.
     virtual void resourceWithdrawn(const std::string& resource) = 0;
 };
@@ -130,6 +131,15 @@ public:
     // pod has held for `grace`.
     void reconcilePods(const std::vector<PodDevice>& held, std::chrono::milliseconds grace);
 
+    // --- publishing ---------------------------------------------------------------
+    // By default every change reaches the observer before the call that made it returns.
+    // With a scheduler, changes are gathered and published once, in work the scheduler
+    // runs later (the daemon posts it to the loop): Allocate then answers without first
+    // rebuilding a configuration-level list of thousands of slots, and a burst of changes
+    // is published once. A slot's holder is decided and stored before either way.
+    using Scheduler = std::function<void(std::function<void()>)>;
+    void setPublishScheduler(Scheduler scheduler) { scheduler_ = std::move(scheduler); }
+
     // --- reading ----------------------------------------------------------------
     std::vector<ResourceState> resources() const;
     std::vector<ConfigurationView> view() const;
@@ -191,7 +201,11 @@ private:
     void saveInstance(const InstanceState& instance);
     void event(const std::string& level, const std::string& subject, const std::string& message);
     void markChanged(const ConfigurationState& c, const InstanceState* instance);
-    void publish();
+    // Marks the resources in which a slot's health differs between two holders.
+    void markHolderChanged(const ConfigurationState& c, const InstanceState& instance,
+                           const std::string& before, const std::string& after);
+    void publish();  // now, or scheduled (see setPublishScheduler)
+    void publishNow();
     int freeSlots(const ConfigurationState& c, const InstanceState& i) const;
 
     std::string nodeName_;
@@ -222,6 +236,8 @@ private:
     std::map<std::string, std::string> resourceOwners_;  // CL resource -> configuration
     std::set<std::string> changed_;                      // resources to re-publish
     std::set<std::string> published_;                    // resources the observer knows
+    Scheduler scheduler_;
+    bool publishScheduled_ = false;
 };
 
 }  // namespace devlet

@@ -42,10 +42,11 @@ constexpr char kFoo1Il[] = "akri.sh/echo-a19705";
 // resource and every resource withdrawn since.
 class RecordingObserver : public InventoryObserver {
 public:
-    void resourceChanged(const ResourceState& state) override {
+    void resourceChanged(ResourceState state) override {
         withdrawn.erase(state.resource);
         latest[state.resource] = state;
         ++changes;
+        ++changesOf[state.resource];
     }
     void resourceWithdrawn(const std::string& resource) override {
         latest.erase(resource);
@@ -55,6 +56,7 @@ public:
     std::map<std::string, ResourceState> latest;
     std::set<std::string> withdrawn;
     int changes = 0;
+    std::map<std::string, int> changesOf;
 };
 
 Configuration echoConfiguration(const std::string& name, int capacity) {
@@ -306,6 +308,31 @@ TEST_F(InventoryTest, IlAllocationMarksClSlotUnhealthy) {
                                                         {"echo-a19705-1", false}}));
     EXPECT_TRUE(health(kFoo1Il).at("echo-a19705-1"));
     EXPECT_EQ(holder("echo-a19705-1"), kFoo1Il);
+}
+
+TEST_F(InventoryTest, AllocationRepublishesOnlyTheResourceWhereHealthChanged) {
+    setUpEcho(2);
+    observer_.changesOf.clear();
+    allocateOk(kCl, {"echo-8120fe-0"});
+    EXPECT_EQ(observer_.changesOf, (std::map<std::string, int>{{kFoo0Il, 1}}));
+
+    observer_.changesOf.clear();
+    allocateOk(kFoo1Il, {"echo-a19705-0"});
+    EXPECT_EQ(observer_.changesOf, (std::map<std::string, int>{{kCl, 1}}));
+}
+
+TEST_F(InventoryTest, ScheduledPublishingGathersChangesUntilTheSchedulerRuns) {
+    std::vector<std::function<void()>> pending;
+    inventory().setPublishScheduler(
+        [&](std::function<void()> publish) { pending.push_back(std::move(publish)); });
+    setUpEcho(2);
+    EXPECT_TRUE(observer_.latest.empty()) << "nothing published before the scheduled work runs";
+    allocateOk(kCl, {"echo-8120fe-0"});
+    ASSERT_EQ(pending.size(), 1u) << "one scheduled publication for a burst of changes";
+    pending.front()();
+    EXPECT_EQ(health(kFoo0Il),
+              (std::map<std::string, bool>{{"echo-8120fe-0", false}, {"echo-8120fe-1", true}}));
+    EXPECT_EQ(health(kCl).size(), 4u);
 }
 
 TEST_F(InventoryTest, AllocateOfSlotHeldThroughOtherResourceIsRefusedNamingHolder) {
