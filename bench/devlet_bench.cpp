@@ -488,21 +488,26 @@ int main(int argc, char** argv) {
     signal(SIGTERM, cleanUpAndExit);
     try {
         const Options options = parseOptions(argc, argv);
+        // The simulator holds a descriptor per plugin too; devlet raises its own limit.
         rlimit files{};
         getrlimit(RLIMIT_NOFILE, &files);
+        if (files.rlim_cur < files.rlim_max) {
+            files.rlim_cur = files.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &files);
+        }
         std::printf("devlet benchmark: %d debugEcho instances x capacity %d, %d run(s)\n", options.instances,
                     options.capacity, options.runs);
-        std::printf("devlet: %s; %ld CPU(s); open-file limit %llu (hard %llu), inherited by devlet\n",
+        std::printf("devlet: %s; %ld CPU(s); open-file limit %llu (hard %llu)\n",
                     devlet::test::DaemonProcess::binary().c_str(), sysconf(_SC_NPROCESSORS_ONLN),
                     static_cast<unsigned long long>(files.rlim_cur),
                     static_cast<unsigned long long>(files.rlim_max));
         // devlet holds two descriptors per plugin (its listening socket and the kubelet's
-        // connection), the simulator one; both inherit this limit.
+        // connection) and can raise its soft limit only as far as this hard limit.
         const rlim_t needed = 2 * (static_cast<rlim_t>(options.instances) + 2) + 64;
         if (files.rlim_cur < needed) {
             std::printf(
-                "warning: an open-file limit of %llu is too low for %d plugins; devlet will fail to "
-                "serve some (ulimit -n %llu or more)\n",
+                "warning: an open-file limit of %llu is too low for %d plugins; devlet and the "
+                "simulator will fail to serve some (ulimit -Hn %llu or more)\n",
                 static_cast<unsigned long long>(files.rlim_cur), options.instances + 1,
                 static_cast<unsigned long long>(needed));
         }
