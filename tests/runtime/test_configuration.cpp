@@ -1,15 +1,14 @@
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <yaml-cpp/yaml.h>
 
 #include "runtime/configuration.h"
 #include "runtime/discovery.h"
 #include "runtime/strict_yaml.h"
+#include "tests/support/temp_dir.h"
 
 namespace devlet {
 namespace {
@@ -543,27 +542,7 @@ TEST(NearMiss, SuggestsClosestWithinTwoEdits) {
     EXPECT_EQ(yaml::nearMiss("x", {"y", "id"}), "");
 }
 
-class TempDir {
-public:
-    TempDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "devlet-test-XXXXXX").string();
-        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    std::string file(const std::string& name, const std::string& content = "") const {
-        std::string path = path_ + "/" + name;
-        std::ofstream(path) << content;
-        return path;
-    }
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
+using test::TempDir;
 
 TEST_F(ConfigurationTest, LoadConfigurationFileParsesFile) {
     TempDir dir;
@@ -576,9 +555,10 @@ TEST_F(ConfigurationTest, LoadConfigurationFileParsesFile) {
 
 TEST_F(ConfigurationTest, UnreadableFileReportsReason) {
     TempDir dir;
-    auto parsed = loadConfigurationFile(dir.path() + "/missing.yaml", handlers_, "akri.sh");
+    auto parsed = loadConfigurationFile(dir.path().string() + "/missing.yaml", handlers_, "akri.sh");
     ASSERT_EQ(parsed.problems.size(), 1u);
-    EXPECT_EQ(parsed.problems[0].str(), dir.path() + "/missing.yaml: cannot read: No such file or directory");
+    EXPECT_EQ(parsed.problems[0].str(),
+              dir.path().string() + "/missing.yaml: cannot read: No such file or directory");
 }
 
 TEST(ConfigurationFiles, YamlFilesSortedByName) {
@@ -588,11 +568,11 @@ TEST(ConfigurationFiles, YamlFilesSortedByName) {
     dir.file("c.yaml");
     dir.file("README.md");
     dir.file("notes.txt");
-    std::filesystem::create_directory(dir.path() + "/d.yaml");
-    std::filesystem::create_symlink(dir.path() + "/a.yaml", dir.path() + "/e.yaml");
-    std::filesystem::create_symlink(dir.path() + "/nowhere.yaml", dir.path() + "/f.yaml");
-    std::vector<std::string> expected = {dir.path() + "/a.yaml", dir.path() + "/b.yml",
-                                         dir.path() + "/c.yaml", dir.path() + "/e.yaml"};
+    std::filesystem::create_directory(dir.path().string() + "/d.yaml");
+    std::filesystem::create_symlink(dir.path().string() + "/a.yaml", dir.path().string() + "/e.yaml");
+    std::filesystem::create_symlink(dir.path().string() + "/nowhere.yaml", dir.path().string() + "/f.yaml");
+    std::vector<std::string> expected = {dir.path().string() + "/a.yaml", dir.path().string() + "/b.yml",
+                                         dir.path().string() + "/c.yaml", dir.path().string() + "/e.yaml"};
     EXPECT_EQ(configurationFiles(dir.path()), expected);
 }
 
@@ -604,7 +584,7 @@ TEST(ConfigurationFiles, TempFilesSkipped) {
                              "cams.swp.yaml", "cams~.yaml", "cams.tmp.yaml"}) {
         dir.file(name);
     }
-    EXPECT_EQ(configurationFiles(dir.path()), std::vector<std::string>{dir.path() + "/cams.yaml"});
+    EXPECT_EQ(configurationFiles(dir.path()), std::vector<std::string>{dir.path().string() + "/cams.yaml"});
 }
 
 TEST(ConfigurationFiles, MissingDirectoryIsEmpty) {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -16,11 +15,11 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include "runtime/inventory.h"
 #include "runtime/naming.h"
 #include "runtime/store.h"
+#include "tests/support/temp_dir.h"
 
 namespace devlet {
 namespace {
@@ -83,10 +82,7 @@ protected:
     void TearDown() override {
         inventory_.reset();
         store_.reset();
-        if (!root_.empty()) {
-            std::error_code ec;
-            fs::remove_all(root_, ec);
-        }
+        root_.reset();
     }
 
     Inventory::Clock manualClock() {
@@ -109,13 +105,8 @@ protected:
     }
 
     fs::path stateDir() {
-        if (root_.empty()) {
-            const char* tmp = std::getenv("TMPDIR");
-            std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/devlet-inventory-XXXXXX";
-            EXPECT_NE(::mkdtemp(pattern.data()), nullptr);
-            root_ = pattern;
-        }
-        return root_ / "state";
+        if (!root_) root_.emplace();
+        return root_->path() / "state";
     }
 
     std::unique_ptr<Store> openStore(StoreOptions options = {}) {
@@ -200,7 +191,7 @@ protected:
     std::unique_ptr<Inventory> inventory_;
     std::vector<Configuration> configurations_;
     std::map<std::string, std::chrono::milliseconds> graces_;
-    fs::path root_;
+    std::optional<test::TempDir> root_;  // made on first use: most tests need no store
 };
 
 // --- names ----------------------------------------------------------------------

@@ -2,45 +2,18 @@
 #include <cctype>
 #include <climits>
 #include <filesystem>
-#include <fstream>
-#include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include "runtime/settings.h"
+#include "tests/support/temp_dir.h"
 
 namespace devlet {
 namespace {
 
-class TempDir {
-public:
-    TempDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "devlet-test-XXXXXX").string();
-        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    // Creates a file (and its parent directories) under the temp dir.
-    std::string file(const std::string& relative, const std::string& content = "") const {
-        std::filesystem::path path = path_ + "/" + relative;
-        std::filesystem::create_directories(path.parent_path());
-        std::ofstream(path) << content;
-        return path.string();
-    }
-    void dir(const std::string& relative) const {
-        std::filesystem::create_directories(path_ + "/" + relative);
-    }
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
+using test::TempDir;
 
 std::string allMessages(const LoadedSettings& loaded) {
     std::string all;
@@ -196,11 +169,12 @@ TEST(ListenAddress, RejectsMissingAddressPortOrBrackets) {
 TEST(LoadSettings, ExplicitMissingFileIsProblem) {
     TempDir dir;
     SettingsOverrides overrides;
-    overrides.configFile = dir.path() + "/devlet.yaml";
+    overrides.configFile = dir.path().string() + "/devlet.yaml";
     overrides.nodeName = "edge-1";
     auto loaded = loadSettings(overrides);
     ASSERT_EQ(loaded.problems.size(), 1u);
-    EXPECT_EQ(loaded.problems[0].str(), dir.path() + "/devlet.yaml: cannot read: No such file or directory");
+    EXPECT_EQ(loaded.problems[0].str(),
+              dir.path().string() + "/devlet.yaml: cannot read: No such file or directory");
 }
 
 TEST(LoadSettings, MissingDefaultFileMeansDefaults) {
@@ -291,8 +265,9 @@ TEST(Detection, DevicePluginDirIsFixedForEveryDistribution) {
     EXPECT_EQ(detectDevicePluginDir(), "/var/lib/kubelet/device-plugins");
     TempDir root;
     root.dir("var/snap/microk8s");
-    EXPECT_EQ(detectDevicePluginDir(root.path()), root.path() + "/var/lib/kubelet/device-plugins");
-    EXPECT_EQ(detectDevicePluginDir(root.path() + "/"), root.path() + "/var/lib/kubelet/device-plugins");
+    EXPECT_EQ(detectDevicePluginDir(root.path()), root.path().string() + "/var/lib/kubelet/device-plugins");
+    EXPECT_EQ(detectDevicePluginDir(root.path().string() + "/"),
+              root.path().string() + "/var/lib/kubelet/device-plugins");
 }
 
 TEST(Detection, KubeadmAndK3sPodResourcesSocketFound) {
@@ -312,13 +287,13 @@ TEST(Detection, MicroK8sSnapPreferredBeforeKubeletStarts) {
     TempDir root;
     root.dir("var/snap/microk8s");
     EXPECT_EQ(detectPodResourcesSocket(root.path()),
-              root.path() + "/var/snap/microk8s/common/var/lib/kubelet/pod-resources/kubelet.sock");
+              root.path().string() + "/var/snap/microk8s/common/var/lib/kubelet/pod-resources/kubelet.sock");
 }
 
 TEST(Detection, UpstreamPathWhenNothingExists) {
     TempDir root;
     EXPECT_EQ(detectPodResourcesSocket(root.path()),
-              root.path() + "/var/lib/kubelet/pod-resources/kubelet.sock");
+              root.path().string() + "/var/lib/kubelet/pod-resources/kubelet.sock");
 }
 
 }  // namespace

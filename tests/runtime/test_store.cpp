@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "runtime/store.h"
+#include "tests/support/temp_dir.h"
 
 namespace devlet {
 namespace {
@@ -102,16 +102,8 @@ StoredInstance instance(const std::string& name, std::int64_t seenMs, const std:
 class StoreTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        const char* tmp = std::getenv("TMPDIR");
-        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/devlet-store-XXXXXX";
-        ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-        root_ = pattern;
-        stateDir_ = root_ / "state";
+        stateDir_ = root_.path() / "state";
         dbPath_ = stateDir_ / "state.db";
-    }
-    void TearDown() override {
-        std::error_code ec;
-        fs::remove_all(root_, ec);
     }
 
     std::unique_ptr<Store> openStore(StoreOptions options = {}) {
@@ -131,7 +123,7 @@ protected:
         return copies;
     }
 
-    fs::path root_;
+    test::TempDir root_;
     fs::path stateDir_;
     fs::path dbPath_;
 };

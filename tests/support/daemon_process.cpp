@@ -1,9 +1,6 @@
 #include "tests/support/daemon_process.h"
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
-#include <stdexcept>
 #include <thread>
 
 #include <fcntl.h>
@@ -12,35 +9,6 @@
 #include <unistd.h>
 
 namespace devlet::test {
-
-TempDir::TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "devlet-test-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-}
-
-TempDir::~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-}
-
-void writeFile(const std::filesystem::path& path, const std::string& text) {
-    std::filesystem::create_directories(path.parent_path());
-    // Write then rename, so a watcher never reads half a file.
-    const auto tmp = path.parent_path() / ("." + path.filename().string() + ".tmp");
-    {
-        std::ofstream out(tmp);
-        out << text;
-    }
-    std::filesystem::rename(tmp, path);
-}
-
-std::string readFile(const std::filesystem::path& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
 DaemonProcess::DaemonProcess(std::filesystem::path root) : root_(std::move(root)) {
     std::filesystem::create_directories(devicePluginDir());

@@ -10,23 +10,9 @@
 
 #include <sys/types.h>
 
+#include "tests/support/temp_dir.h"
+
 namespace devlet::test {
-
-// A temp directory removed (recursively) on destruction.
-class TempDir {
-public:
-    TempDir();
-    ~TempDir();
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-
-private:
-    std::filesystem::path path_;
-};
-
-void writeFile(const std::filesystem::path& path, const std::string& text);
-std::string readFile(const std::filesystem::path& path);
 
 class DaemonProcess {
 public:

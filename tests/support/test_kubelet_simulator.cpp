@@ -12,10 +12,10 @@
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include "podresources/v1/api.grpc.pb.h"
 #include "tests/support/kubelet_simulator.h"
+#include "tests/support/temp_dir.h"
 
 namespace devlet::test {
 namespace {
@@ -205,21 +205,17 @@ private:
 class KubeletSimulatorTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        char pattern[] = "/tmp/devlet-kubelet-XXXXXX";
-        ASSERT_NE(mkdtemp(pattern), nullptr);
-        root_ = pattern;
-        pluginDir_ = root_ / "device-plugins";
+        pluginDir_ = root_.path() / "device-plugins";
         fs::create_directory(pluginDir_);
-        fs::create_directory(root_ / "pod-resources");
-        simulator_ = std::make_unique<KubeletSimulator>(pluginDir_, root_ / "pod-resources" / "kubelet.sock");
+        fs::create_directory(root_.path() / "pod-resources");
+        simulator_ =
+            std::make_unique<KubeletSimulator>(pluginDir_, root_.path() / "pod-resources" / "kubelet.sock");
         ASSERT_TRUE(simulator_->start());
     }
 
     void TearDown() override {
         simulator_.reset();
         plugins_.clear();
-        std::error_code ec;
-        fs::remove_all(root_, ec);
     }
 
     // A plugin serving on <pluginDir>/<endpoint>.
@@ -253,7 +249,7 @@ protected:
 
     std::mutex observedMutex_;
     std::vector<std::string> observed_;  // guarded by observedMutex_
-    fs::path root_;
+    TempDir root_;
     fs::path pluginDir_;
     std::unique_ptr<KubeletSimulator> simulator_;
     std::vector<std::unique_ptr<FakePlugin>> plugins_;

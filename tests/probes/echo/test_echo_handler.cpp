@@ -3,7 +3,6 @@
 // availability file in a temporary directory.
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -11,10 +10,10 @@
 
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "probes/echo/echo_handler.h"
 #include "runtime/configuration.h"
+#include "tests/support/temp_dir.h"
 
 namespace devlet::echo {
 namespace {
@@ -196,17 +195,7 @@ public:
 
 class EchoProbeTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        const char* tmp = std::getenv("TMPDIR");
-        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/devlet-echo-XXXXXX";
-        ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-        root_ = pattern;
-        availability_ = root_ / "availability";
-    }
-    void TearDown() override {
-        std::error_code ec;
-        fs::remove_all(root_, ec);
-    }
+    void SetUp() override { availability_ = root_.path() / "availability"; }
 
     Configuration configuration() const {
         Configuration c;
@@ -230,7 +219,7 @@ protected:
         }
     }
 
-    fs::path root_;
+    test::TempDir root_;
     fs::path availability_;
     boost::asio::io_context loop_;
     RecordingSink sink_;
