@@ -213,8 +213,12 @@ void Inventory::restoreSlots() {
     for (StoredInstance& instance : store_->instances()) known[instance.name] = std::move(instance);
     const auto now = clock_.steady();
     std::size_t restored = 0;
+    std::vector<std::string> invalid;
     for (const StoredSlot& stored : store_->slots()) {
-        if (stored.index < 0) continue;
+        if (stored.index < 0) {
+            invalid.push_back(stored.deviceId);
+            continue;
+        }
         Slot slot;
         slot.holderResource = stored.holderResource;
         slot.sinceMs = stored.sinceMs;
@@ -238,6 +242,9 @@ void Inventory::restoreSlots() {
         }
         ++restored;
     }
+    if (!invalid.empty() && store_->releaseSlots(invalid))
+        log.warning() << "dropped " << invalid.size()
+                      << " slot record(s) with an invalid index from the state store";
     if (restored) log.info() << "restored " << restored << " held slot(s) from the state store";
     if (!retained_.empty())
         log.info()

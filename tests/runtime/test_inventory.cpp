@@ -850,6 +850,15 @@ TEST_F(InventoryTest, RestartKeepsSlotsOfMissingConfigurationUntilTheirPodIsGone
     EXPECT_TRUE(store->slots().empty());
 }
 
+TEST_F(InventoryTest, RestartDropsSlotRecordsWithAnInvalidIndex) {
+    Store& store = useStore();
+    ASSERT_TRUE(store.holdSlots({StoredSlot{"echo-8120fe-x", "echo-8120fe", "echo", -1, kCl, 1, "", ""}}));
+    setUpEcho(1);
+    inventory().restoreSlots();
+    EXPECT_TRUE(store.slots().empty());
+    EXPECT_EQ(inventory().slotsHeld(), 0u);
+}
+
 TEST_F(InventoryTest, UnwritableStoreRefusesAllocationAndChangesNothing) {
     Store& store = useStore({.busyTimeoutMs = 50});
     setUpEcho(2);
