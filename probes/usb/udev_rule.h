@@ -23,6 +23,9 @@ struct UdevDevice {
     std::string driver;                             // empty: none bound
     std::map<std::string, std::string> attributes;  // sysattr values as read
     std::set<std::string> tags;
+    // Empty: none. Filled for parents, whose node is where a device without one is found
+    // (the observed device's own is UdevObservation::devnode); rules never read it.
+    std::string devnode = {};
     bool operator==(const UdevDevice&) const = default;
 };
 

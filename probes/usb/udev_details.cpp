@@ -1,0 +1,135 @@
+#include "probes/usb/udev_details.h"
+
+#include <algorithm>
+
+#include <yaml-cpp/yaml.h>
+
+#include "runtime/strict_yaml.h"
+
+namespace devlet::usb {
+
+namespace {
+
+const std::vector<std::string> kKeys = {"udevRules", "groupRecursive", "permissions", "stableIdentity",
+                                        "rescanIntervalSeconds"};
+// Exactly the strings Akri's webhook and handler accept.
+const std::vector<std::string> kPermissions = {"r", "w", "m", "rw", "rm", "rwm", "wm"};
+const std::vector<std::string> kIdentities = {"devpath", "usb"};
+
+void readRules(const YAML::Node& value, int line, UdevDetails& details,
+               std::vector<DetailsProblem>& problems) {
+    if (!value.IsSequence()) {
+        problems.push_back({line, "udevRules must be a list of udev rules (strings)"});
+        return;
+    }
+    if (value.size() == 0) {
+        problems.push_back({line, "udevRules is empty: it needs at least one rule"});
+        return;
+    }
+    std::size_t index = 0;
+    for (const auto& item : value) {
+        const int itemLine = yaml::lineOf(item, line);
+        if (!item.IsScalar()) {
+            problems.push_back({itemLine, "udevRules[" + std::to_string(index) +
+                                              "] must be a string holding one udev rule"});
+        } else {
+            std::string error;
+            if (std::optional<UdevRule> rule = UdevRule::parse(item.Scalar(), index, error)) {
+                details.rules.push_back(std::move(*rule));
+            } else {
+                problems.push_back({itemLine, std::move(error)});
+            }
+        }
+        ++index;
+    }
+}
+
+std::string oneOfMessage(const std::string& key, const std::string& got,
+                         const std::vector<std::string>& allowed) {
+    std::string message = key + " must be one of " + yaml::joined(allowed) + "; got " + yaml::inQuotes(got);
+    if (std::string hint = yaml::nearMiss(got, allowed); !hint.empty()) {
+        message += "; did you mean " + yaml::inQuotes(hint) + "?";
+    }
+    return message;
+}
+
+}  // namespace
+
+UdevDetails parseUdevDetails(const std::string& text, std::vector<DetailsProblem>& problems) {
+    UdevDetails details;
+    YAML::Node root;
+    try {
+        root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+        problems.push_back(
+            {e.mark.line >= 0 ? e.mark.line + 1 : 0, "discoveryDetails is not valid YAML: " + e.msg});
+        return details;
+    }
+    if (!root.IsMap()) {
+        problems.push_back({1, "discoveryDetails must be a mapping with \"udevRules\""});
+        return details;
+    }
+    auto mapping =
+        yaml::readMapping(root, 1, "udev discoveryDetails", &kKeys, [&](int line, std::string message) {
+            problems.push_back({line, std::move(message)});
+        });
+    if (!mapping) return details;
+    if (!yaml::find(*mapping, "udevRules")) {
+        problems.push_back(
+            {1, "udev needs \"udevRules\": a list of udev rules, a device matching any is found"});
+    }
+    for (const auto& [key, entry] : *mapping) {
+        const YAML::Node& value = entry.value;
+        const int line = entry.valueLine();
+        if (key == "udevRules") {
+            readRules(value, line, details, problems);
+            continue;
+        }
+        if (!value.IsScalar()) {
+            problems.push_back({line, "\"" + key + "\" must be a single value"});
+            continue;
+        }
+        const std::string& scalar = value.Scalar();
+        if (key == "groupRecursive") {
+            try {
+                details.groupRecursive = value.as<bool>();
+            } catch (const YAML::Exception&) {
+                problems.push_back(
+                    {line, "groupRecursive must be true or false; got " + yaml::inQuotes(scalar)});
+            }
+        } else if (key == "permissions") {
+            if (std::find(kPermissions.begin(), kPermissions.end(), scalar) == kPermissions.end()) {
+                problems.push_back({line, oneOfMessage("permissions", scalar, kPermissions)});
+            } else {
+                details.permissions = scalar;
+            }
+        } else if (key == "stableIdentity") {
+            if (scalar == "devpath") {
+                details.stableIdentity = StableIdentity::Devpath;
+            } else if (scalar == "usb") {
+                details.stableIdentity = StableIdentity::Usb;
+            } else {
+                problems.push_back({line, oneOfMessage("stableIdentity", scalar, kIdentities)});
+            }
+        } else if (key == "rescanIntervalSeconds") {
+            long seconds = 0;
+            bool whole = true;
+            try {
+                seconds = value.as<long>();
+            } catch (const YAML::Exception&) {
+                whole = false;
+            }
+            if (!whole || seconds < 1 || seconds > kMaxRescanIntervalSeconds) {
+                problems.push_back(
+                    {line, "rescanIntervalSeconds must be a whole number of seconds from 1 to " +
+                               std::to_string(kMaxRescanIntervalSeconds) + "; got " +
+                               yaml::inQuotes(scalar)});
+            } else {
+                details.rescanInterval = std::chrono::seconds(seconds);
+            }
+        }
+    }
+    return details;
+}
+
+}  // namespace devlet::usb
