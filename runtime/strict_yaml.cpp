@@ -65,6 +65,23 @@ std::optional<Mapping> readMapping(const YAML::Node& node, int line, const std::
     return result;
 }
 
+std::optional<Mapping> readDetails(const std::string& text, const std::string& handler,
+                                   const std::vector<std::string>& keys, const std::string& requiredKey,
+                                   const Report& report) {
+    YAML::Node root;
+    try {
+        root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+        report(e.mark.line >= 0 ? e.mark.line + 1 : 0, "discoveryDetails is not valid YAML: " + e.msg);
+        return std::nullopt;
+    }
+    if (!root.IsMap()) {
+        report(1, "discoveryDetails must be a mapping with " + inQuotes(requiredKey));
+        return std::nullopt;
+    }
+    return readMapping(root, 1, handler + " discoveryDetails", &keys, report);
+}
+
 std::string unknownKeyMessage(std::string_view key, std::string_view where,
                               const std::vector<std::string>& allowed) {
     std::string message = "unknown key " + inQuotes(key) + " in " + std::string(where);

@@ -39,6 +39,13 @@ std::optional<Mapping> readMapping(const YAML::Node& node, int line, const std::
                                    const std::vector<std::string>* allowed, const Report& report,
                                    bool emptyAllowed = false);
 
+// A handler's discoveryDetails (Akri keeps them as one YAML string) read as a strict
+// mapping: invalid YAML, a non-mapping (whose message names `requiredKey`) and unknown or
+// repeated keys are reported with lines relative to the text. Empty when unusable.
+std::optional<Mapping> readDetails(const std::string& text, const std::string& handler,
+                                   const std::vector<std::string>& keys, const std::string& requiredKey,
+                                   const Report& report);
+
 // "unknown key "x" in where; did you mean "y"?" or, with no near miss, the allowed keys.
 std::string unknownKeyMessage(std::string_view key, std::string_view where,
                               const std::vector<std::string>& allowed);

@@ -71,21 +71,9 @@ private:
 
 EchoDetails parseEchoDetails(const std::string& text, std::vector<DetailsProblem>& problems) {
     EchoDetails details;
-    YAML::Node root;
-    try {
-        root = YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-        problems.push_back(
-            {e.mark.line >= 0 ? e.mark.line + 1 : 0, "discoveryDetails is not valid YAML: " + e.msg});
-        return details;
-    }
-    if (!root.IsMap()) {
-        problems.push_back({1, "discoveryDetails must be a mapping with \"descriptions\""});
-        return details;
-    }
     static const std::vector<std::string> kKeys = {"descriptions", "shared", "availabilityFile"};
     auto mapping =
-        yaml::readMapping(root, 1, "debugEcho discoveryDetails", &kKeys, [&](int line, std::string message) {
+        yaml::readDetails(text, "debugEcho", kKeys, "descriptions", [&](int line, std::string message) {
             problems.push_back({line, std::move(message)});
         });
     if (!mapping) return details;

@@ -57,22 +57,9 @@ std::string oneOfMessage(const std::string& key, const std::string& got,
 
 UdevDetails parseUdevDetails(const std::string& text, std::vector<DetailsProblem>& problems) {
     UdevDetails details;
-    YAML::Node root;
-    try {
-        root = YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-        problems.push_back(
-            {e.mark.line >= 0 ? e.mark.line + 1 : 0, "discoveryDetails is not valid YAML: " + e.msg});
-        return details;
-    }
-    if (!root.IsMap()) {
-        problems.push_back({1, "discoveryDetails must be a mapping with \"udevRules\""});
-        return details;
-    }
-    auto mapping =
-        yaml::readMapping(root, 1, "udev discoveryDetails", &kKeys, [&](int line, std::string message) {
-            problems.push_back({line, std::move(message)});
-        });
+    auto mapping = yaml::readDetails(text, "udev", kKeys, "udevRules", [&](int line, std::string message) {
+        problems.push_back({line, std::move(message)});
+    });
     if (!mapping) return details;
     if (!yaml::find(*mapping, "udevRules")) {
         problems.push_back(
