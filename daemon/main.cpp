@@ -14,6 +14,7 @@
 
 #include "daemon/daemon.h"
 #include "probes/echo/echo_handler.h"
+#include "probes/usb/udev_handler.h"
 #include "runtime/configuration.h"
 #include "runtime/discovery.h"
 #include "runtime/log.h"
@@ -31,6 +32,7 @@ constexpr const char* kUsage = R"(usage:
 
 void registerHandlers(devlet::HandlerRegistry& handlers) {
     handlers.add(std::make_unique<devlet::echo::EchoHandler>());
+    handlers.add(std::make_unique<devlet::usb::UdevHandler>());
 }
 
 // A device plugin holds two descriptors (its socket and the kubelet's connection), so
