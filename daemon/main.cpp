@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include "daemon/daemon.h"
+#include "daemon/probe_command.h"
 #include "probes/echo/echo_handler.h"
 #include "probes/usb/udev_handler.h"
 #include "runtime/configuration.h"
@@ -27,6 +28,7 @@ constexpr const char* kUsage = R"(usage:
              [--device-plugin-dir DIR] [--pod-resources-socket PATH]
              [--listen ADDR:PORT] [--log-level LEVEL]
   devlet config check FILE...
+  devlet probe usb [--rule RULE]... [--conf-dir DIR | --config FILE] [--all] [--json]
   devlet version
 )";
 
@@ -151,6 +153,16 @@ int main(int argc, char** argv) {
             if (args.empty() || args[0] != "check") return usageError("unknown config command");
             args.erase(args.begin());
             return configCheck(args);
+        }
+        if (command == "probe") {
+            // `udev` names the handler, `usb` what users look for; both are the same pass.
+            if (args.empty() || (args[0] != "usb" && args[0] != "udev")) {
+                return usageError("unknown probe: " + (args.empty() ? std::string("(none)") : args[0]));
+            }
+            args.erase(args.begin());
+            devlet::HandlerRegistry handlers;
+            registerHandlers(handlers);
+            return devlet::probeUsbCommand(args, handlers, kUsage);
         }
     } catch (const std::exception& e) {
         // Components catch their own errors; this is the last line before a crash.

@@ -50,5 +50,32 @@ TEST(CommandLineTest, BadSettingsFileRefusesToStart) {
     EXPECT_NE(result.output.find("devlet.yaml:2"), std::string::npos) << result.output;
 }
 
+TEST(CommandLineTest, ProbeWithBrokenRuleNamesThePositionAndExitsTwo) {
+    auto result = runDevlet({"probe", "usb", "--rule", R"(SUBSYSTEM=="video4linux", MODE="0666")"});
+    EXPECT_EQ(result.exitCode, 2) << result.output;
+    EXPECT_NE(result.output.find("position 27"), std::string::npos) << result.output;
+}
+
+TEST(CommandLineTest, ProbeUnknownOptionIsAUsageError) {
+    auto result = runDevlet({"probe", "usb", "--no-such-flag"});
+    EXPECT_EQ(result.exitCode, 2);
+    EXPECT_NE(result.output.find("--no-such-flag"), std::string::npos) << result.output;
+}
+
+TEST(CommandLineTest, ProbeWithBrokenConfigurationNamesFileAndLine) {
+    TempDir dir;
+    writeFile(dir.path() / "bad.yaml", echoConfiguration("cams", 2) + "  capasity: 3\n");
+    auto result = runDevlet({"probe", "usb", "--conf-dir", dir.path().string()});
+    EXPECT_EQ(result.exitCode, 2) << result.output;
+    EXPECT_NE(result.output.find("bad.yaml:12:"), std::string::npos) << result.output;
+}
+
+TEST(CommandLineTest, ProbeWithoutUdevConfigurationSaysSo) {
+    TempDir dir;
+    auto result = runDevlet({"probe", "usb", "--conf-dir", dir.path().string()});
+    EXPECT_EQ(result.exitCode, 2) << result.output;
+    EXPECT_NE(result.output.find("no udev configuration"), std::string::npos) << result.output;
+}
+
 }  // namespace
 }  // namespace devlet::test

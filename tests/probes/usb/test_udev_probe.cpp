@@ -22,116 +22,12 @@
 
 #include "probes/usb/udev_handler.h"
 #include "runtime/configuration.h"
+#include "tests/probes/usb/webcam_testbed.h"
 
 namespace devlet::usb {
 namespace {
 
 using namespace std::chrono_literals;
-
-// The webcam behind an Intel hub on an EHCI controller.
-constexpr const char* kWebcam = R"(P: /devices/pci0000:00/0000:00:1a.0
-E: DRIVER=ehci-pci
-E: PCI_ID=8086:1E2D
-E: PCI_SLOT_NAME=0000:00:1a.0
-E: SUBSYSTEM=pci
-A: vendor=0x8086
-A: device=0x1e2d
-A: class=0x0c0320
-L: driver=../../../bus/pci/drivers/ehci-pci
-
-P: /devices/pci0000:00/0000:00:1a.0/usb1
-N: bus/usb/001/001
-E: BUSNUM=001
-E: DEVNAME=/dev/bus/usb/001/001
-E: DEVNUM=001
-E: DEVTYPE=usb_device
-E: DRIVER=usb
-E: ID_VENDOR_ID=1d6b
-E: ID_MODEL_ID=0002
-E: MAJOR=189
-E: MINOR=0
-E: SUBSYSTEM=usb
-A: dev=189:0
-A: idVendor=1d6b
-A: idProduct=0002
-A: bDeviceClass=09
-A: busnum=1
-A: devnum=1
-A: serial=0000:00:1a.0
-A: product=EHCI Host Controller
-L: driver=../../../../bus/usb/drivers/usb
-
-P: /devices/pci0000:00/0000:00:1a.0/usb1/1-1
-N: bus/usb/001/002
-E: BUSNUM=001
-E: DEVNAME=/dev/bus/usb/001/002
-E: DEVNUM=002
-E: DEVTYPE=usb_device
-E: DRIVER=usb
-E: ID_VENDOR_ID=8087
-E: ID_MODEL_ID=0024
-E: MAJOR=189
-E: MINOR=1
-E: SUBSYSTEM=usb
-A: dev=189:1
-A: idVendor=8087
-A: idProduct=0024
-A: bDeviceClass=09
-A: busnum=1
-A: devnum=2
-L: driver=../../../../../bus/usb/drivers/usb
-
-P: /devices/pci0000:00/0000:00:1a.0/usb1/1-1/1-1.2
-N: bus/usb/001/003
-E: BUSNUM=001
-E: DEVNAME=/dev/bus/usb/001/003
-E: DEVNUM=003
-E: DEVTYPE=usb_device
-E: DRIVER=usb
-E: ID_MODEL=HD_Pro_Webcam_C920
-E: ID_MODEL_ID=082d
-E: ID_SERIAL_SHORT=73BD39DF
-E: ID_VENDOR_ID=046d
-E: MAJOR=189
-E: MINOR=2
-E: SUBSYSTEM=usb
-A: dev=189:2
-A: idVendor=046d
-A: idProduct=082d
-A: bcdDevice=0011
-A: bDeviceClass=ef
-A: busnum=1
-A: devnum=3
-A: serial=73BD39DF
-A: manufacturer=046d
-A: product=HD Pro Webcam C920
-L: driver=../../../../../../bus/usb/drivers/usb
-
-P: /devices/pci0000:00/0000:00:1a.0/usb1/1-1/1-1.2/1-1.2:1.0
-E: DEVTYPE=usb_interface
-E: DRIVER=uvcvideo
-E: INTERFACE=14/1/0
-E: SUBSYSTEM=usb
-A: bInterfaceClass=0e
-A: bInterfaceSubClass=01
-A: bInterfaceNumber=00
-L: driver=../../../../../../../bus/usb/drivers/uvcvideo
-
-P: /devices/pci0000:00/0000:00:1a.0/usb1/1-1/1-1.2/1-1.2:1.0/video4linux/video0
-N: video0
-E: DEVNAME=/dev/video0
-E: ID_MODEL_ID=082d
-E: ID_SERIAL_SHORT=73BD39DF
-E: ID_V4L_CAPABILITIES=:capture:
-E: ID_VENDOR_ID=046d
-E: MAJOR=81
-E: MINOR=0
-E: SUBSYSTEM=video4linux
-E: TAGS=:seat:uaccess:
-A: dev=81:0
-A: name=HD Pro Webcam C920
-L: device=../..
-)";
 
 // A second capture node on the same interface, plugged while the probe runs.
 constexpr const char* kSecondNode =
@@ -178,7 +74,7 @@ protected:
     void SetUp() override {
         testbed_ = umockdev_testbed_new();
         GError* error = nullptr;
-        ASSERT_TRUE(umockdev_testbed_add_from_string(testbed_, kWebcam, &error))
+        ASSERT_TRUE(umockdev_testbed_add_from_string(testbed_, test::kWebcamTestbed, &error))
             << (error ? error->message : "unknown error");
         configuration_.name = "webcams";
         configuration_.handler = "udev";

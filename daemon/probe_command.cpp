@@ -1,0 +1,316 @@
+#include "daemon/probe_command.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+// Boost.JSON's implementation, compiled into this one file of the program.
+#include <boost/json/src.hpp>
+
+#include "probes/usb/udev_classifier.h"
+#include "probes/usb/udev_details.h"
+#include "probes/usb/udev_rule.h"
+#include "probes/usb/udev_source.h"
+#include "runtime/configuration.h"
+#include "runtime/discovery.h"
+#include "runtime/instance.h"
+#include "runtime/settings.h"
+
+namespace devlet {
+namespace {
+
+using usb::UdevObservation;
+using usb::UdevRule;
+
+struct ProbeOptions {
+    std::vector<std::string> rules;
+    SettingsOverrides overrides;
+    bool json = false;
+    bool all = false;  // list every device a rule does not match, not only those close to it
+};
+
+// The rules of one configuration, or of the command line.
+struct RuleSet {
+    std::string name;    // the configuration's name; empty for --rule
+    std::string source;  // file:line of the configuration; empty for --rule
+    usb::UdevDetails details;
+};
+
+struct Verdict {
+    const UdevObservation* observation = nullptr;
+    std::string explanation;
+};
+
+struct RuleReport {
+    const UdevRule* rule = nullptr;
+    std::vector<Verdict> matches;
+    std::vector<Verdict> excluded;  // near misses, or every other device with --all
+    std::size_t unlisted = 0;       // devices that do not match and are not listed
+};
+
+struct SetReport {
+    const RuleSet* set = nullptr;
+    std::vector<RuleReport> rules;
+    std::vector<Instance> instances;
+};
+
+int usageError(const std::string& message, const std::string& usage) {
+    std::cerr << "devlet: " << message << "\n" << usage;
+    return 2;
+}
+
+// Returns an error message, empty when the arguments parse.
+std::string parseOptions(const std::vector<std::string>& args, ProbeOptions& options) {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string arg = args[i];
+        if (arg == "--json") {
+            options.json = true;
+            continue;
+        }
+        if (arg == "--all") {
+            options.all = true;
+            continue;
+        }
+        std::optional<std::string> value;
+        if (auto eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
+            value = arg.substr(eq + 1);
+            arg = arg.substr(0, eq);
+        }
+        if (arg != "--rule" && arg != "--conf-dir" && arg != "--config")
+            return "unknown option for probe: " + args[i];
+        if (!value) {
+            if (i + 1 >= args.size()) return arg + " needs a value";
+            value = args[++i];
+        }
+        if (arg == "--rule") {
+            options.rules.push_back(*value);
+        } else {
+            // Paths on the command line are relative to where devlet was started.
+            std::string path = std::filesystem::absolute(*value).lexically_normal().string();
+            (arg == "--conf-dir" ? options.overrides.confDir : options.overrides.configFile) =
+                std::move(path);
+        }
+    }
+    return {};
+}
+
+// The --rule texts as one rule set. Returns false after printing the first broken rule.
+bool commandLineRules(const std::vector<std::string>& texts, std::vector<RuleSet>& sets) {
+    RuleSet set;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        std::string error;
+        std::optional<UdevRule> rule = UdevRule::parse(texts[i], i, error);
+        if (!rule) {
+            std::cerr << "devlet: --rule: " << error << "\n";
+            return false;
+        }
+        set.details.rules.push_back(std::move(*rule));
+    }
+    sets.push_back(std::move(set));
+    return true;
+}
+
+// Every udev configuration of the conf dir. Returns false after printing why it cannot.
+bool configuredRules(const ProbeOptions& options, const HandlerRegistry& handlers,
+                     std::vector<RuleSet>& sets) {
+    LoadedSettings loaded = loadSettings(options.overrides);
+    if (!loaded.problems.empty()) {
+        for (const auto& problem : loaded.problems) std::cerr << "devlet: " << problem.str() << "\n";
+        return false;
+    }
+    const Settings& settings = loaded.settings;
+    bool valid = true;
+    for (const std::string& file : configurationFiles(settings.confDir)) {
+        ParsedConfigurations parsed = loadConfigurationFile(file, handlers, settings.resourceDomain);
+        for (const auto& warning : parsed.warnings) std::cerr << warning.str() << " (warning)\n";
+        for (const auto& problem : parsed.problems) std::cerr << problem.str() << "\n";
+        if (!parsed.problems.empty()) {
+            valid = false;
+            continue;
+        }
+        for (const Configuration& configuration : parsed.configurations) {
+            if (configuration.handler != "udev") continue;
+            std::vector<DetailsProblem> problems;
+            RuleSet set{configuration.name,
+                        configuration.sourceFile + ":" + std::to_string(configuration.sourceLine),
+                        usb::parseUdevDetails(configuration.discoveryDetails, problems)};
+            sets.push_back(std::move(set));
+        }
+    }
+    if (!valid) return false;
+    if (sets.empty()) {
+        std::cerr << "devlet: no udev configuration in " << settings.confDir
+                  << "; give rules with --rule or a directory with --conf-dir\n";
+        return false;
+    }
+    return true;
+}
+
+bool hasSubsystemFilter(const UdevRule& rule) {
+    return std::any_of(rule.filters().begin(), rule.filters().end(), [](const usb::UdevFilter& filter) {
+        return filter.key == usb::UdevKey::Subsystem && !filter.negated;
+    });
+}
+
+// A device comes close to a rule when its subsystem is one the rule asks for.
+bool sharesSubsystem(const UdevRule& rule, const UdevObservation& observation) {
+    return std::any_of(rule.filters().begin(), rule.filters().end(), [&](const usb::UdevFilter& filter) {
+        return filter.key == usb::UdevKey::Subsystem && !filter.negated &&
+               filter.pattern.matches(observation.device.subsystem);
+    });
+}
+
+SetReport report(const RuleSet& set, const std::vector<UdevObservation>& seen, bool all) {
+    SetReport result{&set, {}, usb::classifyUdev(seen, set.details)};
+    for (const UdevRule& rule : set.details.rules) {
+        RuleReport entry{&rule, {}, {}, 0};
+        for (const UdevObservation& observation : seen) {
+            const usb::UdevMatch match = rule.explain(observation);
+            if (match.matched) {
+                entry.matches.push_back({&observation, match.explanation});
+            } else if (all || sharesSubsystem(rule, observation)) {
+                entry.excluded.push_back({&observation, match.explanation});
+            } else {
+                ++entry.unlisted;
+            }
+        }
+        result.rules.push_back(std::move(entry));
+    }
+    return result;
+}
+
+std::string deviceName(const UdevObservation& observation) {
+    std::string name = observation.device.devpath;
+    if (!observation.devnode.empty()) name += " (" + observation.devnode + ")";
+    return name;
+}
+
+void printText(const std::vector<SetReport>& reports, std::size_t deviceCount) {
+    std::cout << "udev: " << deviceCount << " devices\n";
+    for (const SetReport& set : reports) {
+        std::cout << "\n";
+        if (set.set->name.empty()) {
+            std::cout << "rules from the command line\n";
+        } else {
+            std::cout << "configuration " << set.set->name << " (" << set.set->source << ")\n";
+        }
+        for (const RuleReport& rule : set.rules) {
+            std::cout << "  rule " << rule.rule->text() << "\n";
+            for (const Verdict& match : rule.matches)
+                std::cout << "    matches " << deviceName(*match.observation) << "\n";
+            for (const Verdict& miss : rule.excluded) {
+                std::cout << "    does not match " << deviceName(*miss.observation) << "\n"
+                          << "      " << miss.explanation << "\n";
+            }
+            if (rule.matches.empty()) std::cout << "    no device matches\n";
+            if (rule.unlisted > 0) {
+                std::cout << "    " << rule.unlisted << " other device(s)"
+                          << (hasSubsystemFilter(*rule.rule) ? " in other subsystems" : "")
+                          << " do not match (--all lists them)\n";
+            }
+        }
+        if (set.instances.empty()) std::cout << "  no instance\n";
+        for (const Instance& instance : set.instances) {
+            std::cout << "  instance " << instance.id << "\n";
+            for (const DeviceNode& node : instance.nodes) {
+                std::cout << "    node " << node.hostPath << " (" << node.permissions << ")\n";
+            }
+            for (const auto& [key, value] : instance.properties)
+                std::cout << "    " << key << "=" << value << "\n";
+        }
+    }
+}
+
+boost::json::object deviceJson(const Verdict& verdict, const char* reasonKey) {
+    boost::json::object device;
+    device["devpath"] = verdict.observation->device.devpath;
+    device["subsystem"] = verdict.observation->device.subsystem;
+    if (!verdict.observation->devnode.empty()) device["devnode"] = verdict.observation->devnode;
+    device[reasonKey] = verdict.explanation;
+    return device;
+}
+
+void printJson(const std::vector<SetReport>& reports, std::size_t deviceCount) {
+    boost::json::array sets;
+    for (const SetReport& set : reports) {
+        boost::json::object entry;
+        if (set.set->name.empty()) {
+            entry["source"] = "command line";
+        } else {
+            entry["configuration"] = set.set->name;
+            entry["source"] = set.set->source;
+        }
+        boost::json::array rules;
+        for (const RuleReport& rule : set.rules) {
+            boost::json::array matches;
+            for (const Verdict& match : rule.matches) matches.push_back(deviceJson(match, "explanation"));
+            boost::json::array excluded;
+            for (const Verdict& miss : rule.excluded) excluded.push_back(deviceJson(miss, "excludedBy"));
+            rules.push_back(boost::json::object{{"rule", rule.rule->text()},
+                                                {"matches", std::move(matches)},
+                                                {"excluded", std::move(excluded)},
+                                                {"unlisted", rule.unlisted}});
+        }
+        boost::json::array instances;
+        for (const Instance& instance : set.instances) {
+            boost::json::array nodes;
+            for (const DeviceNode& node : instance.nodes) {
+                nodes.push_back(boost::json::object{{"hostPath", node.hostPath},
+                                                    {"containerPath", node.containerPath},
+                                                    {"permissions", node.permissions}});
+            }
+            boost::json::object properties;
+            for (const auto& [key, value] : instance.properties) properties[key] = value;
+            instances.push_back(boost::json::object{
+                {"id", instance.id}, {"nodes", std::move(nodes)}, {"properties", std::move(properties)}});
+        }
+        entry["rules"] = std::move(rules);
+        entry["instances"] = std::move(instances);
+        sets.push_back(std::move(entry));
+    }
+    const boost::json::object document{{"devices", deviceCount}, {"ruleSets", std::move(sets)}};
+    std::cout << boost::json::serialize(document) << "\n";
+}
+
+}  // namespace
+
+int probeUsbCommand(const std::vector<std::string>& args, const HandlerRegistry& handlers,
+                    const std::string& usage) {
+    ProbeOptions options;
+    if (std::string error = parseOptions(args, options); !error.empty()) return usageError(error, usage);
+    std::vector<RuleSet> sets;
+    const bool loaded = options.rules.empty() ? configuredRules(options, handlers, sets)
+                                              : commandLineRules(options.rules, sets);
+    if (!loaded) return 2;
+
+    // One pass: the source is opened (which also arms a monitor nobody reads), read, closed.
+    boost::asio::io_context loop;
+    usb::UdevSource source(loop);
+    std::vector<UdevObservation> seen;
+    std::string error = source.open();
+    if (error.empty()) error = source.enumerate(seen);
+    source.close();
+    if (!error.empty()) {
+        std::cerr << "devlet: cannot read udev devices: " << error << "\n";
+        return 1;
+    }
+    std::sort(seen.begin(), seen.end(), [](const UdevObservation& a, const UdevObservation& b) {
+        return a.device.devpath < b.device.devpath;
+    });
+
+    std::vector<SetReport> reports;
+    for (const RuleSet& set : sets) reports.push_back(report(set, seen, options.all));
+    if (options.json) {
+        printJson(reports, seen.size());
+    } else {
+        printText(reports, seen.size());
+    }
+    return 0;
+}
+
+}  // namespace devlet

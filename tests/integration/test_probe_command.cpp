@@ -1,0 +1,122 @@
+// `devlet probe usb` on a umockdev testbed holding a webcam: the real binary, forked after
+// the testbed exists, reads the testbed's sysfs and udev database. Runs under
+// umockdev-wrapper; skips (77) where umockdev is not available.
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+#if DEVLET_HAVE_UMOCKDEV
+
+#include <string>
+
+// Boost.JSON's implementation, compiled into this test program.
+#include <boost/json/src.hpp>
+#include <umockdev.h>
+
+#include "tests/probes/usb/webcam_testbed.h"
+#include "tests/support/daemon_process.h"
+#include "tests/support/temp_dir.h"
+
+namespace devlet::test {
+namespace {
+
+class ProbeCommandTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        testbed_ = umockdev_testbed_new();
+        GError* error = nullptr;
+        ASSERT_TRUE(umockdev_testbed_add_from_string(testbed_, kWebcamTestbed, &error))
+            << (error ? error->message : "unknown error");
+    }
+    void TearDown() override { g_object_unref(testbed_); }
+
+    UMockdevTestbed* testbed_ = nullptr;
+};
+
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+TEST_F(ProbeCommandTest, RulePrintsTheMatchingWebcamAndItsInstance) {
+    auto result = runDevlet({"probe", "usb", "--rule", R"(SUBSYSTEM=="video4linux")"});
+    EXPECT_EQ(result.exitCode, 0) << result.output;
+    EXPECT_TRUE(contains(result.output, std::string("matches ") + kWebcamVideo0 + " (/dev/video0)"))
+        << result.output;
+    EXPECT_TRUE(contains(result.output, "UDEV_DEVNODE=/dev/video0")) << result.output;
+    EXPECT_TRUE(contains(result.output, "USB_VENDOR_ID=046d")) << result.output;
+}
+
+TEST_F(ProbeCommandTest, UdevIsTheSameCommand) {
+    auto result = runDevlet({"probe", "udev", "--rule", R"(SUBSYSTEM=="video4linux")"});
+    EXPECT_EQ(result.exitCode, 0) << result.output;
+    EXPECT_TRUE(contains(result.output, "UDEV_DEVNODE=/dev/video0")) << result.output;
+}
+
+TEST_F(ProbeCommandTest, JsonOutputParsesAndHoldsTheInstance) {
+    auto result = runDevlet({"probe", "usb", "--json", "--rule", R"(SUBSYSTEM=="video4linux")"});
+    ASSERT_EQ(result.exitCode, 0) << result.output;
+    boost::system::error_code error;
+    const boost::json::value document = boost::json::parse(result.output, error);
+    ASSERT_FALSE(error) << error.message() << ": " << result.output;
+    const auto& set = document.at("ruleSets").at(0);
+    EXPECT_EQ(set.at("rules").at(0).at("matches").at(0).at("devnode").as_string(), "/dev/video0");
+    const auto& instance = set.at("instances").at(0);
+    EXPECT_EQ(instance.at("id").as_string(), kWebcamVideo0);
+    EXPECT_EQ(instance.at("properties").at("USB_PRODUCT_ID").as_string(), "082d");
+}
+
+TEST_F(ProbeCommandTest, RuleThatDoesNotMatchNamesTheFilterThatExcludedTheWebcam) {
+    auto result = runDevlet(
+        {"probe", "usb", "--rule", R"(SUBSYSTEM=="video4linux", ENV{ID_V4L_CAPABILITIES}==":output:")"});
+    EXPECT_EQ(result.exitCode, 0) << result.output;
+    EXPECT_TRUE(contains(result.output, std::string("does not match ") + kWebcamVideo0)) << result.output;
+    EXPECT_TRUE(contains(result.output, R"(ENV{ID_V4L_CAPABILITIES}==":output:" does not hold)"))
+        << result.output;
+    EXPECT_TRUE(contains(result.output, "no device matches")) << result.output;
+}
+
+TEST_F(ProbeCommandTest, ConfDirRulesAreUsedWithoutRuleFlags) {
+    TempDir dir;
+    writeFile(dir.path() / "webcams.yaml",
+              "apiVersion: akri.sh/v0\n"
+              "kind: Configuration\n"
+              "metadata:\n"
+              "  name: webcams\n"
+              "spec:\n"
+              "  discoveryHandler:\n"
+              "    name: udev\n"
+              "    discoveryDetails: |\n"
+              "      udevRules:\n"
+              "        - 'SUBSYSTEM==\"video4linux\", ENV{ID_V4L_CAPABILITIES}==\":capture:\"'\n"
+              "  capacity: 1\n");
+    auto result = runDevlet({"probe", "usb", "--conf-dir", dir.path().string()});
+    EXPECT_EQ(result.exitCode, 0) << result.output;
+    EXPECT_TRUE(contains(result.output, "configuration webcams")) << result.output;
+    EXPECT_TRUE(contains(result.output, "UDEV_DEVNODE=/dev/video0")) << result.output;
+}
+
+}  // namespace
+}  // namespace devlet::test
+
+int main(int argc, char** argv) {
+    // The children inherit the testbed through LD_PRELOAD and UMOCKDEV_DIR.
+    const char* preload = std::getenv("LD_PRELOAD");
+    if (!preload || !std::strstr(preload, "libumockdev-preload")) {
+        std::fprintf(stderr, "skipped: not running under umockdev-wrapper, which the udev testbed needs\n");
+        return 77;
+    }
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
+
+#else
+
+int main() {
+    std::fprintf(stderr, "skipped: umockdev (libumockdev-dev) was not found when this was built\n");
+    return 77;
+}
+
+#endif
