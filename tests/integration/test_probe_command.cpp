@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/probes/usb/umockdev_main.h"
+
 #if DEVLET_HAVE_UMOCKDEV
 
 #include <string>
@@ -101,22 +103,8 @@ TEST_F(ProbeCommandTest, ConfDirRulesAreUsedWithoutRuleFlags) {
 }  // namespace
 }  // namespace devlet::test
 
-int main(int argc, char** argv) {
-    // The children inherit the testbed through LD_PRELOAD and UMOCKDEV_DIR.
-    const char* preload = std::getenv("LD_PRELOAD");
-    if (!preload || !std::strstr(preload, "libumockdev-preload")) {
-        std::fprintf(stderr, "skipped: not running under umockdev-wrapper, which the udev testbed needs\n");
-        return 77;
-    }
-    ::testing::InitGoogleTest(&argc, argv);
-    return RUN_ALL_TESTS();
-}
-
-#else
-
-int main() {
-    std::fprintf(stderr, "skipped: umockdev (libumockdev-dev) was not found when this was built\n");
-    return 77;
-}
-
 #endif
+
+int main(int argc, char** argv) {
+    return devlet::test::runUnderUmockdev(argc, argv);
+}

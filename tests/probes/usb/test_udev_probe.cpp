@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/probes/usb/umockdev_main.h"
+
 #if DEVLET_HAVE_UMOCKDEV
 
 #include <chrono>
@@ -190,23 +192,8 @@ TEST_F(UdevProbeTest, EventsThatChangeNothingReportNothing) {
 }  // namespace
 }  // namespace devlet::usb
 
-int main(int argc, char** argv) {
-    // umockdev_in_mock_environment() reads false until a testbed has devices; the preload
-    // library in LD_PRELOAD is what umockdev-wrapper sets up.
-    const char* preload = std::getenv("LD_PRELOAD");
-    if (!preload || !std::strstr(preload, "libumockdev-preload")) {
-        std::fprintf(stderr, "skipped: not running under umockdev-wrapper, which the udev testbed needs\n");
-        return 77;
-    }
-    ::testing::InitGoogleTest(&argc, argv);
-    return RUN_ALL_TESTS();
-}
-
-#else
-
-int main() {
-    std::fprintf(stderr, "skipped: umockdev (libumockdev-dev) was not found when this was built\n");
-    return 77;
-}
-
 #endif
+
+int main(int argc, char** argv) {
+    return devlet::test::runUnderUmockdev(argc, argv);
+}
