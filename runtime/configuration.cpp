@@ -497,29 +497,6 @@ private:
     std::map<std::string, int> nameLines_;
 };
 
-std::optional<std::string> readFile(const std::string& path, std::string& error) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        error = std::strerror(errno);
-        return std::nullopt;
-    }
-    std::string content;
-    char buffer[16384];
-    while (true) {
-        ssize_t n = ::read(fd, buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            error = std::strerror(errno);
-            ::close(fd);
-            return std::nullopt;
-        }
-        if (n == 0) break;
-        content.append(buffer, static_cast<std::size_t>(n));
-    }
-    ::close(fd);
-    return content;
-}
-
 bool endsWith(std::string_view text, std::string_view suffix) {
     return text.ends_with(suffix);
 }
@@ -576,11 +553,11 @@ ParsedConfigurations parseConfigurations(const std::string& text, const std::str
 
 ParsedConfigurations loadConfigurationFile(const std::string& path, const HandlerRegistry& handlers,
                                            const std::string& resourceDomain) {
-    std::string error;
-    auto text = readFile(path, error);
+    int error = 0;
+    auto text = yaml::readText(path, error);
     if (!text) {
         ParsedConfigurations out;
-        out.problems.push_back({path, 0, "cannot read: " + error});
+        out.problems.push_back({path, 0, std::string("cannot read: ") + std::strerror(error)});
         return out;
     }
     return parseConfigurations(*text, path, handlers, resourceDomain);

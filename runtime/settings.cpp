@@ -186,29 +186,6 @@ private:
     LoadedSettings& out_;
 };
 
-std::optional<std::string> readFile(const std::string& path, int& error) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        error = errno;
-        return std::nullopt;
-    }
-    std::string content;
-    char buffer[16384];
-    while (true) {
-        ssize_t n = ::read(fd, buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            error = errno;
-            ::close(fd);
-            return std::nullopt;
-        }
-        if (n == 0) break;
-        content.append(buffer, static_cast<std::size_t>(n));
-    }
-    ::close(fd);
-    return content;
-}
-
 // The kubelet uses the lower-cased hostname as the node name (nodeutil.GetHostname), and
 // instance hashes must use the same name as Akri's agent does.
 std::optional<std::string> hostNodeName() {
@@ -307,7 +284,7 @@ LoadedSettings loadSettings(const SettingsOverrides& overrides) {
     LoadedSettings out;
     const std::string file = overrides.configFile.value_or(kDefaultSettingsFile);
     int readError = 0;
-    if (auto text = readFile(file, readError)) {
+    if (auto text = yaml::readText(file, readError)) {
         out = parseSettings(*text, file);
     } else if (!(readError == ENOENT && !overrides.configFile)) {
         out.problems.push_back({file, 0, std::string("cannot read: ") + std::strerror(readError)});

@@ -1,6 +1,10 @@
 #include "runtime/strict_yaml.h"
 
 #include <algorithm>
+#include <cerrno>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace devlet::yaml {
 
@@ -25,6 +29,29 @@ std::size_t editDistance(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
+
+std::optional<std::string> readText(const std::string& path, int& error) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        error = errno;
+        return std::nullopt;
+    }
+    std::string content;
+    char buffer[16384];
+    while (true) {
+        ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            error = errno;
+            ::close(fd);
+            return std::nullopt;
+        }
+        if (n == 0) break;
+        content.append(buffer, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return content;
+}
 
 int lineOf(const YAML::Node& node, int fallback) {
     YAML::Mark mark = node.Mark();

@@ -15,6 +15,10 @@
 
 namespace devlet::yaml {
 
+// The whole text of a file, or nullopt with errno in `error` (ENOENT lets a caller treat a
+// missing default file as empty).
+std::optional<std::string> readText(const std::string& path, int& error);
+
 // The 1-based line of a node, or fallback where yaml-cpp has no mark.
 int lineOf(const YAML::Node& node, int fallback);
 
