@@ -11,23 +11,13 @@
 #include <unistd.h>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "plugin/device_list_encoder.h"
 #include "runtime/log.h"
 
 namespace devlet::plugin {
 
 namespace {
 constexpr Log log{"plugin"};
-
-std::shared_ptr<const v1beta1::ListAndWatchResponse> toProto(const ResourceState& state) {
-    auto list = std::make_shared<v1beta1::ListAndWatchResponse>();
-    for (const DeviceState& device : state.devices) {
-        auto* d = list->add_devices();
-        d->set_id(device.id);
-        d->set_health(device.healthy ? "Healthy" : "Unhealthy");
-        if (device.numaNode) d->mutable_topology()->add_nodes()->set_id(*device.numaNode);
-    }
-    return list;
-}
 
 void fillResponse(const ContainerGrant& grant, v1beta1::ContainerAllocateResponse& response) {
     for (const auto& [key, value] : grant.envs) (*response.mutable_envs())[key] = value;
@@ -48,7 +38,9 @@ void fillResponse(const ContainerGrant& grant, v1beta1::ContainerAllocateRespons
 
 // The gRPC service. Shared with reactors and posted work, so it outlives the
 // server; once stopped, posted work finds `stopped_` and touches nothing else.
-class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService,
+// ListAndWatch sends lists that DeviceListEncoder serialized once for every stream.
+class DevicePluginService final : public v1beta1::DevicePlugin::WithRawCallbackMethod_ListAndWatch<
+                                      v1beta1::DevicePlugin::CallbackService>,
                                   public std::enable_shared_from_this<DevicePluginService> {
 public:
     DevicePluginService(std::string resource, bool preferred, boost::asio::io_context& loop,
@@ -61,12 +53,14 @@ public:
         bool claimed = false;
     };
 
-    class Watch : public grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse> {
+    using List = std::shared_ptr<const grpc::ByteBuffer>;
+
+    class Watch : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     public:
         explicit Watch(std::shared_ptr<DevicePluginService> service) : service_(std::move(service)) {}
 
         // Called with service_->mutex_ held.
-        void push(std::shared_ptr<const v1beta1::ListAndWatchResponse> list) {
+        void push(List list) {
             latest_ = std::move(list);
             if (!writing_ && !finished_ && latest_ != sent_) {
                 writing_ = true;
@@ -102,8 +96,8 @@ public:
 
     private:
         std::shared_ptr<DevicePluginService> service_;
-        std::shared_ptr<const v1beta1::ListAndWatchResponse> latest_;
-        std::shared_ptr<const v1beta1::ListAndWatchResponse> sent_;
+        List latest_;
+        List sent_;
         bool writing_ = false;
         bool finished_ = false;
     };
@@ -118,8 +112,8 @@ public:
         return reactor;
     }
 
-    grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* ListAndWatch(grpc::CallbackServerContext*,
-                                                                          const v1beta1::Empty*) override {
+    grpc::ServerWriteReactor<grpc::ByteBuffer>* ListAndWatch(grpc::CallbackServerContext*,
+                                                             const grpc::ByteBuffer*) override {
         auto* watch = new Watch(shared_from_this());
         std::lock_guard lock(mutex_);
         if (stopped_) {
@@ -175,7 +169,7 @@ public:
         return reactor;
     }
 
-    void publish(std::shared_ptr<const v1beta1::ListAndWatchResponse> list) {
+    void publish(List list) {
         std::lock_guard lock(mutex_);
         latest_ = std::move(list);
         // A copy: a reaction run inline may remove a stream from the set.
@@ -236,7 +230,7 @@ private:
     std::recursive_mutex mutex_;
     std::set<Watch*> watches_;
     std::set<std::shared_ptr<PendingCall>> pending_;
-    std::shared_ptr<const v1beta1::ListAndWatchResponse> latest_;
+    List latest_;
     bool stopped_ = false;
 };
 
@@ -254,6 +248,15 @@ Outcome DevicePluginServer::start(const std::string& socketPath) {
     socketPath_ = socketPath;
     ::unlink(socketPath.c_str());
     grpc::ServerBuilder builder;
+    // A node runs one plugin per device, each with one kubelet connection and one
+    // long-lived stream: per-plugin memory is what counts. The kubelet sends small
+    // requests on a local socket, so none of the optional filters, no channelz
+    // bookkeeping and a small read buffer.
+    builder.AddChannelArgument(GRPC_ARG_MINIMAL_STACK, 1);
+    builder.AddChannelArgument(GRPC_ARG_ENABLE_CHANNELZ, 0);
+    builder.AddChannelArgument(GRPC_ARG_TCP_READ_CHUNK_SIZE, 1024);
+    builder.AddChannelArgument(GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 256);
+    builder.AddChannelArgument(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 1024);
     builder.AddListeningPort("unix:" + socketPath, grpc::InsecureServerCredentials());
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
@@ -270,7 +273,9 @@ void DevicePluginServer::stop() {
 }
 
 void DevicePluginServer::publish(const ResourceState& state) {
-    service_->publish(toProto(state));
+    const std::string encoded = encoder_.encode(state.devices);
+    grpc::Slice slice(encoded.data(), encoded.size());
+    service_->publish(std::make_shared<const grpc::ByteBuffer>(&slice, 1));
 }
 
 }  // namespace devlet::plugin

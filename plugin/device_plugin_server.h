@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "plugin/device_list_encoder.h"
 #include "runtime/inventory.h"
 #include "runtime/outcome.h"
 
@@ -42,6 +43,7 @@ public:
 private:
     std::string resource_;
     std::string socketPath_;
+    DeviceListEncoder encoder_;
     std::shared_ptr<DevicePluginService> service_;
     std::unique_ptr<grpc::Server> server_;
 };

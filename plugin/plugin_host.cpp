@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include <absl/synchronization/mutex.h>
 #include <boost/asio/post.hpp>
 #include <grpcpp/grpcpp.h>
 #include <sys/inotify.h>
@@ -17,6 +18,7 @@ namespace {
 constexpr Log log{"kubelet"};
 constexpr const char* kSocketPrefix = "devlet.";
 constexpr std::size_t kMaxSocketPath = 107;  // sun_path, less the terminating NUL
+constexpr std::size_t kRegistrationWindow = 32;
 
 bool exists(const std::string& path) {
     std::error_code ec;
@@ -25,7 +27,12 @@ bool exists(const std::string& path) {
 }  // namespace
 
 PluginHost::PluginHost(boost::asio::io_context& loop, FileWatch& watch, std::string devicePluginDir)
-    : loop_(loop), watch_(watch), dir_(std::move(devicePluginDir)) {}
+    : loop_(loop), watch_(watch), dir_(std::move(devicePluginDir)) {
+    // gRPC locks Abseil mutexes, and Debian's Abseil checks the lock order of every
+    // acquisition for deadlock cycles (a graph update per lock): a debugging aid that
+    // costs CPU on every call a thousand plugins make.
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
 
 PluginHost::~PluginHost() {
     *alive_ = false;
@@ -47,6 +54,7 @@ void PluginHost::start() {
 void PluginHost::stop() {
     if (stopped_) return;
     stopped_ = true;
+    queued_.clear();
     for (auto& [resource, plugin] : plugins_) plugin.server.reset();
     plugins_.clear();
     socketOwners_.clear();
@@ -97,6 +105,9 @@ void PluginHost::onDirectoryEvent(const std::string& name, std::uint32_t mask) {
 
 void PluginHost::kubeletAppeared() {
     kubeletPresent_ = true;
+    ++kubeletEpoch_;
+    inFlight_ = 0;
+    queued_.clear();
     // kubelet.sock appears at bind(), a moment before the kubelet listens: a connect in
     // between is refused, and gRPC's default reconnect backoff (1 s and growing) would
     // then hold every registration back. A local socket is cheap to retry quickly.
@@ -114,6 +125,9 @@ void PluginHost::kubeletAppeared() {
 void PluginHost::kubeletGone() {
     if (!kubeletPresent_) return;
     kubeletPresent_ = false;
+    ++kubeletEpoch_;
+    inFlight_ = 0;
+    queued_.clear();
     kubelet_.reset();
     for (auto& [resource, plugin] : plugins_) plugin.registration = Plugin::Registration::None;
     log.warning() << "kubelet gone (" << kubeletSocket() << " removed); waiting for it to come back";
@@ -137,6 +151,11 @@ std::string PluginHost::socketPathFor(const std::string& resource) {
 
 void PluginHost::registerPlugin(const std::string& resource, Plugin& plugin) {
     if (!kubeletPresent_ || stopped_ || !inventory_) return;
+    if (inFlight_ >= kRegistrationWindow) {
+        if (plugin.registration != Plugin::Registration::Queued) queued_.push_back(resource);
+        plugin.registration = Plugin::Registration::Queued;
+        return;
+    }
     plugin.server.reset();
     auto server = std::make_unique<DevicePluginServer>(resource, inventory_->isConfigurationLevel(resource),
                                                        loop_, *inventory_);
@@ -172,11 +191,16 @@ void PluginHost::registerPlugin(const std::string& resource, Plugin& plugin) {
     call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
     call->stub = v1beta1::Registration::NewStub(kubelet_);
     const std::uint64_t attempt = plugin.attempt;
+    ++inFlight_;
     call->stub->async()->Register(
         &call->context, &call->request, &call->response,
-        [this, &loop = loop_, call, attempt, resource, alive = alive_](grpc::Status status) {
-            boost::asio::post(loop, [this, attempt, resource, alive, status] {
-                if (*alive) onRegistered(resource, attempt, status.ok(), status.error_message());
+        [this, &loop = loop_, call, attempt, epoch = kubeletEpoch_, resource,
+         alive = alive_](grpc::Status status) {
+            boost::asio::post(loop, [this, attempt, epoch, resource, alive, status] {
+                if (!*alive) return;
+                if (epoch == kubeletEpoch_ && inFlight_ > 0) --inFlight_;
+                onRegistered(resource, attempt, status.ok(), status.error_message());
+                registerQueued();
             });
         });
 }
@@ -201,6 +225,17 @@ void PluginHost::onRegistered(const std::string& resource, std::uint64_t attempt
     if (registered() == plugins_.size()) {
         log.info() << "all " << plugins_.size() << " device plugin(s) registered with the kubelet";
         if (onAllRegistered) onAllRegistered();
+    }
+}
+
+void PluginHost::registerQueued() {
+    while (inFlight_ < kRegistrationWindow && !queued_.empty() && !stopped_) {
+        const std::string resource = std::move(queued_.front());
+        queued_.pop_front();
+        auto it = plugins_.find(resource);
+        if (it == plugins_.end() || it->second.registration != Plugin::Registration::Queued) continue;
+        it->second.registration = Plugin::Registration::None;
+        registerPlugin(resource, it->second);
     }
 }
 

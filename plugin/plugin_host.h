@@ -5,6 +5,7 @@
 // fresh socket and registered again. Lives on the loop thread.
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -43,6 +44,11 @@ public:
     std::string kubeletSocket() const { return dir_ + "/kubelet.sock"; }
     std::size_t registered() const;
     std::size_t offered() const { return plugins_.size(); }
+    // Whether the resource's plugin is registered with the kubelet now (status page).
+    bool isRegistered(const std::string& resource) const {
+        auto it = plugins_.find(resource);
+        return it != plugins_.end() && it->second.registration == Plugin::Registration::Done;
+    }
     // Called each time every offered resource is registered (readiness).
     std::function<void()> onAllRegistered;
 
@@ -50,7 +56,7 @@ private:
     struct Plugin {
         ResourceState state;
         std::unique_ptr<DevicePluginServer> server;
-        enum class Registration { None, Pending, Done } registration = Registration::None;
+        enum class Registration { None, Queued, Pending, Done } registration = Registration::None;
         std::uint64_t attempt = 0;  // ignores answers to superseded registrations
         int failures = 0;
     };
@@ -61,6 +67,7 @@ private:
     void registerPlugin(const std::string& resource, Plugin& plugin);
     void onRegistered(const std::string& resource, std::uint64_t attempt, bool ok, const std::string& error);
     void scheduleRetry(const std::string& resource, int failures);
+    void registerQueued();
     std::string socketPathFor(const std::string& resource);
     void removeStaleSockets();
 
@@ -75,6 +82,11 @@ private:
     std::map<std::string, std::string> socketOwners_;  // socket file name -> resource (may be stale)
     std::uint64_t generation_ = 0;
     std::uint64_t attempts_ = 0;
+    // Registrations in flight at once are bounded: each sets up a connection and a
+    // stream, and a thousand set up together cost more memory than they keep.
+    std::size_t inFlight_ = 0;
+    std::uint64_t kubeletEpoch_ = 0;  // answers from an earlier kubelet do not count
+    std::deque<std::string> queued_;  // resources waiting for a registration slot
     std::string waitingSince_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for callbacks from gRPC threads
 };

@@ -1,0 +1,79 @@
+// The encoder's output is what protobuf itself reads as ListAndWatchResponse, also
+// after entries change, appear and disappear between calls.
+#include <gtest/gtest.h>
+
+#include "deviceplugin/v1beta1/api.pb.h"
+#include "plugin/device_list_encoder.h"
+
+namespace devlet::plugin {
+namespace {
+
+std::vector<DeviceState> decode(const std::string& bytes) {
+    v1beta1::ListAndWatchResponse response;
+    EXPECT_TRUE(response.ParseFromString(bytes));
+    std::vector<DeviceState> devices;
+    for (const auto& d : response.devices()) {
+        DeviceState device{d.id(), d.health() == "Healthy", std::nullopt};
+        EXPECT_TRUE(d.health() == "Healthy" || d.health() == "Unhealthy") << d.health();
+        if (d.has_topology()) {
+            EXPECT_EQ(d.topology().nodes_size(), 1);
+            device.numaNode = static_cast<int>(d.topology().nodes(0).id());
+        }
+        devices.push_back(device);
+    }
+    return devices;
+}
+
+std::vector<DeviceState> slots(int instances, int capacity) {
+    std::vector<DeviceState> devices;
+    for (int i = 0; i < instances; ++i) {
+        for (int k = 0; k < capacity; ++k)
+            devices.push_back({"akri-debug-echo-" + std::to_string(100000 + i) + "-" + std::to_string(k),
+                               true, std::nullopt});
+    }
+    return devices;
+}
+
+TEST(DeviceListEncoder, EmptyListIsAnEmptyMessage) {
+    DeviceListEncoder encoder;
+    EXPECT_EQ(encoder.encode({}), "");
+    EXPECT_TRUE(decode(encoder.encode({})).empty());
+}
+
+TEST(DeviceListEncoder, MatchesProtobufForHealthAndTopology) {
+    DeviceListEncoder encoder;
+    const std::vector<DeviceState> devices{
+        {"a-0", true, std::nullopt}, {"a-1", false, 0}, {"b-0", true, 3}, {std::string(300, 'x'), false, 1}};
+    const std::string bytes = encoder.encode(devices);
+    EXPECT_EQ(decode(bytes), devices);
+
+    v1beta1::ListAndWatchResponse reference;
+    for (const DeviceState& device : devices) {
+        auto* d = reference.add_devices();
+        d->set_id(device.id);
+        d->set_health(device.healthy ? "Healthy" : "Unhealthy");
+        if (device.numaNode) d->mutable_topology()->add_nodes()->set_id(*device.numaNode);
+    }
+    EXPECT_EQ(bytes, reference.SerializeAsString());
+}
+
+TEST(DeviceListEncoder, FollowsChangesBetweenCalls) {
+    DeviceListEncoder encoder;
+    std::vector<DeviceState> devices = slots(1000, 4);
+    EXPECT_EQ(decode(encoder.encode(devices)), devices);
+
+    devices[1234].healthy = false;  // one slot taken elsewhere
+    EXPECT_EQ(decode(encoder.encode(devices)), devices);
+
+    devices.erase(devices.begin() + 400, devices.begin() + 404);  // an instance gone
+    EXPECT_EQ(decode(encoder.encode(devices)), devices);
+
+    devices.push_back({"new-0", true, 1});  // and one more
+    EXPECT_EQ(decode(encoder.encode(devices)), devices);
+
+    devices.resize(3);
+    EXPECT_EQ(decode(encoder.encode(devices)), devices);
+}
+
+}  // namespace
+}  // namespace devlet::plugin
