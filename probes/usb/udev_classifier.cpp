@@ -50,6 +50,11 @@ std::optional<UsbDevice> usbDeviceFrom(const UdevObservation& observation, std::
         for (const auto& [name, value] : device.attributes) {
             if (std::string clean = trimmed(value); !clean.empty()) usb.attributes[name] = std::move(clean);
         }
+        // sysfs first; libusb's reads only where the kernel's failed.
+        for (const auto& [name, value] : device.descriptorStrings) {
+            if (std::string clean = trimmed(value); !clean.empty())
+                usb.attributes.try_emplace(name, std::move(clean));
+        }
         return usb;
     }
     return std::nullopt;

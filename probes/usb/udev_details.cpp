@@ -10,8 +10,8 @@ namespace devlet::usb {
 
 namespace {
 
-const std::vector<std::string> kKeys = {"udevRules", "groupRecursive", "permissions", "stableIdentity",
-                                        "rescanIntervalSeconds"};
+const std::vector<std::string> kKeys = {"udevRules",      "groupRecursive",        "permissions",
+                                        "stableIdentity", "rescanIntervalSeconds", "hotplugEvents"};
 // Exactly the strings Akri's webhook and handler accept.
 const std::vector<std::string> kPermissions = {"r", "w", "m", "rw", "rm", "rwm", "wm"};
 const std::vector<std::string> kIdentities = {"devpath", "usb"};
@@ -83,6 +83,13 @@ UdevDetails parseUdevDetails(const std::string& text, std::vector<DetailsProblem
             } catch (const YAML::Exception&) {
                 problems.push_back(
                     {line, "groupRecursive must be true or false; got " + yaml::inQuotes(scalar)});
+            }
+        } else if (key == "hotplugEvents") {
+            try {
+                details.hotplugEvents = value.as<bool>();
+            } catch (const YAML::Exception&) {
+                problems.push_back(
+                    {line, "hotplugEvents must be true or false; got " + yaml::inQuotes(scalar)});
             }
         } else if (key == "permissions") {
             if (std::find(kPermissions.begin(), kPermissions.end(), scalar) == kPermissions.end()) {

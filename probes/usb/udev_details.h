@@ -1,7 +1,7 @@
 #pragma once
 // The `udev` handler's discoveryDetails: Akri's keys (udevRules, groupRecursive,
-// permissions) unchanged, plus devlet's optional stableIdentity and
-// rescanIntervalSeconds. Pure: text in, values and problems out; any thread.
+// permissions) unchanged, plus devlet's optional stableIdentity,
+// rescanIntervalSeconds and hotplugEvents. Pure: text in, values and problems out; any thread.
 
 #include <chrono>
 #include <string>
@@ -25,6 +25,9 @@ struct UdevDetails {
     StableIdentity stableIdentity = StableIdentity::Devpath;
     // The safety-net full rescan; hotplug events do the real work.
     std::chrono::seconds rescanInterval{300};
+    // false: no netlink monitor, only the periodic rescan sees changes (the way Akri's
+    // handler works); a comparison mode for benchmarks, not for production.
+    bool hotplugEvents = true;
 };
 
 inline constexpr long kMaxRescanIntervalSeconds = 86400;

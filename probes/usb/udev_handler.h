@@ -3,6 +3,7 @@
 // configuration that keeps a full snapshot of the matching devices current from udev's
 // netlink events, with a rare full rescan as a safety net. Probes live on the loop thread.
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,10 +12,15 @@
 
 namespace devlet::usb {
 
+inline constexpr std::chrono::milliseconds kDefaultRemovalGrace{5000};
+
 class UdevHandler : public DiscoveryHandler {
 public:
     std::string_view name() const override { return "udev"; }
     std::vector<DetailsProblem> check(const Configuration& configuration) const override;
+    // A replugged cable, a camera moved to another port or a device that re-enumerates
+    // comes back within a few seconds; until then its slots are Unhealthy.
+    std::chrono::milliseconds defaultRemovalGrace() const override { return kDefaultRemovalGrace; }
     std::unique_ptr<Probe> createProbe(const Configuration& configuration, boost::asio::io_context& loop,
                                        ProbeSink& sink) override;
 };

@@ -26,6 +26,9 @@ struct UdevDevice {
     // Empty: none. Filled for parents, whose node is where a device without one is found
     // (the observed device's own is UdevObservation::devnode); rules never read it.
     std::string devnode = {};
+    // A USB device's string descriptors that sysfs lacks, read through libusb ("serial",
+    // "manufacturer", "product"); rules never read them, the classifier falls back to them.
+    std::map<std::string, std::string> descriptorStrings = {};
     bool operator==(const UdevDevice&) const = default;
 };
 

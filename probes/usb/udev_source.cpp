@@ -107,32 +107,35 @@ UdevSource::~UdevSource() {
     close();
 }
 
-std::string UdevSource::open() {
+std::string UdevSource::open(bool withMonitor) {
     close();
     alive_ = std::make_shared<bool>(true);
     errno = 0;
-    udev_.reset(udev_new());
-    if (!udev_) return systemError("cannot open libudev", errno ? errno : ENOMEM);
-    UdevMonitorHandle monitor(udev_monitor_new_from_netlink(udev_.get(), "udev"));
-    if (!monitor) {
-        return systemError("cannot open the udev netlink monitor (is systemd-udevd running?)",
-                           errno ? errno : EPROTO);
+    UdevHandle handle(udev_new());
+    if (!handle) return systemError("cannot open libudev", errno ? errno : ENOMEM);
+    if (withMonitor) {
+        UdevMonitorHandle monitor(udev_monitor_new_from_netlink(handle.get(), "udev"));
+        if (!monitor) {
+            return systemError("cannot open the udev netlink monitor (is systemd-udevd running?)",
+                               errno ? errno : EPROTO);
+        }
+        if (udev_monitor_set_receive_buffer_size(monitor.get(), kReceiveBufferBytes) < 0) {
+            log.debug() << "cannot enlarge the udev monitor's receive buffer; keeping the default";
+        }
+        if (const int error = udev_monitor_enable_receiving(monitor.get()); error < 0) {
+            return systemError("cannot receive from the udev netlink monitor", -error);
+        }
+        const int fd = fcntl(udev_monitor_get_fd(monitor.get()), F_DUPFD_CLOEXEC, 0);
+        if (fd < 0) return systemError("cannot watch the udev netlink monitor", errno);
+        boost::system::error_code error;
+        descriptor_.assign(fd, error);
+        if (error) {
+            ::close(fd);
+            return "cannot watch the udev netlink monitor: " + error.message();
+        }
+        monitor_ = std::move(monitor);
     }
-    if (udev_monitor_set_receive_buffer_size(monitor.get(), kReceiveBufferBytes) < 0) {
-        log.debug() << "cannot enlarge the udev monitor's receive buffer; keeping the default";
-    }
-    if (const int error = udev_monitor_enable_receiving(monitor.get()); error < 0) {
-        return systemError("cannot receive from the udev netlink monitor", -error);
-    }
-    const int fd = fcntl(udev_monitor_get_fd(monitor.get()), F_DUPFD_CLOEXEC, 0);
-    if (fd < 0) return systemError("cannot watch the udev netlink monitor", errno);
-    boost::system::error_code error;
-    descriptor_.assign(fd, error);
-    if (error) {
-        ::close(fd);
-        return "cannot watch the udev netlink monitor: " + error.message();
-    }
-    monitor_ = std::move(monitor);
+    udev_ = std::move(handle);
     return {};
 }
 

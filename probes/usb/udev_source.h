@@ -54,9 +54,10 @@ public:
     UdevSource& operator=(const UdevSource&) = delete;
 
     // Opens libudev and arms the netlink monitor, so that events that happen during a
-    // following enumerate() are queued, not missed. Returns an error message, empty on success.
-    std::string open();
-    bool isOpen() const { return monitor_ != nullptr; }
+    // following enumerate() are queued, not missed; without `withMonitor` only libudev (for
+    // enumerate()). Returns an error message, empty on success.
+    std::string open(bool withMonitor = true);
+    bool isOpen() const { return udev_ != nullptr; }
 
     // Reads every device sysfs has now. Returns an error message, empty on success.
     std::string enumerate(std::vector<UdevObservation>& observations) const;

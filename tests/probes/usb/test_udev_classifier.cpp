@@ -298,6 +298,38 @@ TEST(UdevClassifier, MissingOrEmptyUsbAttributesAreLeftOut) {
     EXPECT_EQ(instances[0].properties, expected);
 }
 
+UdevDetails usbIdentityFor(const std::vector<std::string>& rules) {
+    UdevDetails details = detailsFor(rules);
+    details.stableIdentity = StableIdentity::Usb;
+    return details;
+}
+
+TEST(UdevClassifier, StringsSysfsLacksComeFromTheDescriptorsLibusbRead) {
+    Tree tree = webcam();
+    UdevDevice& camera = tree.devices[cameraPath()];
+    camera.attributes.erase("serial");
+    camera.attributes["product"] = "\n";
+    // libusb read the serial and the product; sysfs's manufacturer stays first.
+    camera.descriptorStrings = {
+        {"serial", "73BD39DF"}, {"product", " HD Pro Webcam C920 "}, {"manufacturer", "x"}};
+    auto instances = classifyUdev(tree.observeAll(), usbIdentityFor({R"(SUBSYSTEM=="video4linux")"}));
+    ASSERT_EQ(instances.size(), 1u);
+    EXPECT_EQ(instances[0].id, "usb:046d:082d:73BD39DF");
+    EXPECT_EQ(property(instances[0], "USB_SERIAL"), "73BD39DF");
+    EXPECT_EQ(property(instances[0], "USB_PRODUCT"), "HD Pro Webcam C920");
+    EXPECT_EQ(property(instances[0], "USB_MANUFACTURER"), "046d");
+}
+
+TEST(UdevClassifier, DescriptorStringsNeverReachTheRules) {
+    Tree tree = webcam();
+    UdevDevice& camera = tree.devices[cameraPath()];
+    camera.attributes.erase("serial");
+    camera.descriptorStrings = {{"serial", "73BD39DF"}};
+    auto instances = classifyUdev(tree.observeAll(),
+                                  detailsFor({R"(SUBSYSTEM=="video4linux", ATTRS{serial}=="73BD39DF")"}));
+    EXPECT_TRUE(instances.empty());
+}
+
 TEST(UdevClassifier, DeviceOutsideUsbHasNoUsbProperties) {
     auto instances = classifyUdev(webcam().observeAll(), detailsFor({R"(SUBSYSTEM=="pci")"}));
     ASSERT_EQ(instances.size(), 1u);

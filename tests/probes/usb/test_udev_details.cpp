@@ -47,6 +47,7 @@ TEST(UdevDetails, AkriExampleParsesWithAkriDefaults) {
     EXPECT_EQ(details.permissions, "rwm");
     EXPECT_EQ(details.stableIdentity, StableIdentity::Devpath);
     EXPECT_EQ(details.rescanInterval, 300s);
+    EXPECT_TRUE(details.hotplugEvents);
 }
 
 TEST(UdevDetails, EveryKeyIsRead) {
@@ -56,10 +57,12 @@ TEST(UdevDetails, EveryKeyIsRead) {
         "groupRecursive: true\n"
         "permissions: rw\n"
         "stableIdentity: usb\n"
-        "rescanIntervalSeconds: 3600\n",
+        "rescanIntervalSeconds: 3600\n"
+        "hotplugEvents: false\n",
         problems);
     EXPECT_TRUE(problems.empty()) << describe(problems);
     EXPECT_EQ(details.rules.size(), 1u);
+    EXPECT_FALSE(details.hotplugEvents);
     EXPECT_TRUE(details.groupRecursive);
     EXPECT_EQ(details.permissions, "rw");
     EXPECT_EQ(details.stableIdentity, StableIdentity::Usb);
@@ -140,6 +143,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{"udevRules: ['KERNEL==\"video0\"']\nrescanIntervalSeconds: 86401\n", 2, "got \"86401\""},
         BadValue{"udevRules: ['KERNEL==\"video0\"']\nrescanIntervalSeconds: -5\n", 2, "got \"-5\""},
         BadValue{"udevRules: ['KERNEL==\"video0\"']\nrescanIntervalSeconds: 2.5\n", 2, "got \"2.5\""},
+        BadValue{"udevRules: ['KERNEL==\"video0\"']\nhotplugEvents: sometimes\n", 2,
+                 "hotplugEvents must be true or false; got \"sometimes\""},
         BadValue{"udevRules: ['KERNEL==\"video0\"']\nrescanIntervalSeconds: often\n", 2, "got \"often\""},
         BadValue{"udevRules: ['KERNEL==\"video0\"']\nudevRules: ['KERNEL==\"video1\"']\n", 2,
                  "duplicate key \"udevRules\""},

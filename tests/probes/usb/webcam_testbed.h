@@ -3,6 +3,11 @@
 // udev database, trimmed to what the rules and the classifier read. Shared by the tests
 // that run the udev probe and `devlet probe usb` on a testbed.
 
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <utility>
+
 namespace devlet::test {
 
 // The webcam behind an Intel hub on an EHCI controller.
@@ -112,5 +117,60 @@ L: device=../..
 
 inline constexpr const char* kWebcamVideo0 =
     "/devices/pci0000:00/0000:00:1a.0/usb1/1-1/1-1.2/1-1.2:1.0/video4linux/video0";
+
+// The same testbed in two halves, for hotplug: the controller and the hub, and the webcam
+// (USB device, its video interface, /dev/video0) plugged into hub port `port` ("1-1.2" as
+// recorded) with USB device number `devnum` (3 as recorded, /dev/bus/usb/001/003).
+// umockdev_testbed_add_from_string() sends an add uevent for each device; an unplug is
+// umockdev_testbed_uevent(..., "remove") and then umockdev_testbed_remove_device().
+inline constexpr std::string_view kWebcamDeviceStart = "P: /devices/pci0000:00/0000:00:1a.0/usb1/1-1/1-1.2\n";
+
+inline std::string webcamHostTestbed() {
+    const std::string_view all = kWebcamTestbed;
+    return std::string(all.substr(0, all.find(kWebcamDeviceStart)));
+}
+
+inline std::string webcamDeviceTestbed(const std::string& port = "1-1.2", int devnum = 3) {
+    const std::string_view all = kWebcamTestbed;
+    std::string text(all.substr(all.find(kWebcamDeviceStart)));
+    char number[4];
+    std::snprintf(number, sizeof number, "%03d", devnum);
+    const std::pair<std::string, std::string> replacements[] = {
+        {"1-1.2", port},
+        {"bus/usb/001/003", std::string("bus/usb/001/") + number},
+        {"DEVNUM=003", std::string("DEVNUM=") + number},
+        {"A: devnum=3\n", "A: devnum=" + std::to_string(devnum) + "\n"},
+        {"E: MINOR=2\n", "E: MINOR=" + std::to_string(devnum - 1) + "\n"},
+        {"A: dev=189:2\n", "A: dev=189:" + std::to_string(devnum - 1) + "\n"},
+        // A plain file instead of a pty: plugging it a thousand times opens no terminals.
+        {"N: video0\n", "N: video0=00\n"},
+    };
+    for (const auto& [from, to] : replacements) {
+        for (std::size_t at = text.find(from); at != std::string::npos;
+             at = text.find(from, at + to.size())) {
+            text.replace(at, from.size(), to);
+        }
+    }
+    return text;
+}
+
+// A second capture node on the webcam's video interface (as recorded, port 1-1.2).
+inline constexpr const char* kWebcamVideo1Testbed =
+    R"(P: /devices/pci0000:00/0000:00:1a.0/usb1/1-1/1-1.2/1-1.2:1.0/video4linux/video1
+N: video1=00
+E: DEVNAME=/dev/video1
+E: ID_V4L_CAPABILITIES=:capture:
+E: MAJOR=81
+E: MINOR=1
+E: SUBSYSTEM=video4linux
+A: dev=81:1
+A: name=HD Pro Webcam C920
+L: device=../..
+)";
+
+// The USB device's sysfs devpath at `port`.
+inline std::string webcamUsbDevpath(const std::string& port = "1-1.2") {
+    return "/devices/pci0000:00/0000:00:1a.0/usb1/1-1/" + port;
+}
 
 }  // namespace devlet::test
