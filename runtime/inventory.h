@@ -67,6 +67,20 @@ struct PodDevice {
     std::string podNamespace;
 };
 
+// A handler's own choice of slots for a configuration-level GetPreferredAllocation (the
+// gpu handler's Intel policies with NUMA and PCI-root preference). `device` is valid for
+// the call only. Registered once per handler name, before the loop runs; read on the loop.
+struct SlotCandidate {
+    std::string id;
+    std::string instance;
+    int index = 0;
+    const Instance* device = nullptr;
+};
+using SlotPreference = std::function<std::vector<std::string>(
+    const Configuration& configuration, const std::vector<SlotCandidate>& available,
+    const std::vector<std::string>& mustInclude, int size)>;
+void setSlotPreference(const std::string& handler, SlotPreference preference);
+
 struct SlotView {
     std::string id;
     int index = 0;

@@ -1,0 +1,223 @@
+#include "probes/gpu/gpu_handler.h"
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "probes/gpu/gpu_allocation.h"
+#include "probes/gpu/gpu_classifier.h"
+#include "probes/gpu/gpu_details.h"
+#include "probes/gpu/gpu_events.h"
+#include "probes/gpu/gpu_nfd.h"
+#include "runtime/configuration.h"
+#include "runtime/inventory.h"
+#include "runtime/log.h"
+
+namespace devlet::gpu {
+
+namespace {
+constexpr Log log{"gpu"};
+
+std::vector<std::string> preferGpuSlots(const Configuration& configuration,
+                                        const std::vector<SlotCandidate>& available,
+                                        const std::vector<std::string>& mustInclude, int size) {
+    std::vector<DetailsProblem> problems;
+    const GpuDetails details = parseGpuDetails(configuration.discoveryDetails, problems);
+    GpuAllocationRequest request;
+    request.mustInclude = mustInclude;
+    request.size = size;
+    request.policy = details.allocationPolicy.value_or(
+        configuration.allocationPolicy == AllocationPolicy::Pack ? GpuAllocationPolicy::Packed
+                                                                 : GpuAllocationPolicy::None);
+    request.topologyAware = details.topologyAware;
+    request.uniqueDevices = configuration.uniqueDevices;
+    request.available.reserve(available.size());
+    for (const SlotCandidate& candidate : available) {
+        GpuSlot slot{candidate.id, candidate.instance, candidate.index, std::nullopt, {}};
+        if (candidate.device) {
+            slot.numaNode = candidate.device->numaNode;
+            if (auto it = candidate.device->properties.find(kPropertyPciRoot);
+                it != candidate.device->properties.end())
+                slot.pciRoot = it->second;
+        }
+        request.available.push_back(std::move(slot));
+    }
+    return chooseGpuSlots(request);
+}
+
+// Keeps the offered GPUs of one configuration current: a full sysfs pass at start, after
+// every batch of drm/pci uevents, and on a rare safety-net timer. Lives on the loop thread.
+class GpuProbe : public Probe {
+public:
+    GpuProbe(std::string configuration, GpuDetails details, SysfsRoots roots, boost::asio::io_context& loop,
+             ProbeSink& sink)
+        : configuration_(std::move(configuration)),
+          details_(std::move(details)),
+          roots_(std::move(roots)),
+          sink_(sink),
+          events_(loop),
+          rescanTimer_(loop) {
+        roots_.queryMemory = details_.queryMemory;
+    }
+
+    ~GpuProbe() override { stop(); }
+
+    void start() override {
+        running_ = true;
+        alive_ = std::make_shared<bool>(true);
+        rescan();
+    }
+
+    void stop() override {
+        running_ = false;
+        *alive_ = false;
+        rescanTimer_.cancel();
+        events_.close();
+        if (wroteFeatures_) {
+            writeNfdFeatures(roots_.nfdFeatureDir, configuration_, "");
+            wroteFeatures_ = false;
+        }
+    }
+
+private:
+    void rescan() {
+        if (!running_) return;
+        std::string monitorError;
+        if (!events_.isOpen()) {
+            monitorError = events_.open();
+            // Armed before the scan: events during it queue up on the socket.
+            if (monitorError.empty()) {
+                events_.watch([this](std::size_t) { scan(); },
+                              [this](const std::string& message) {
+                                  fail("hotplug events stopped (" + message + ")");
+                                  scheduleRescan();
+                              });
+            }
+        }
+        if (!scan()) {
+            scheduleRescan();
+            return;
+        }
+        if (!monitorError.empty()) {
+            // The GPUs are offered; only changes wait for the next rescan.
+            fail("no hotplug events (" + monitorError + "); GPUs are re-read every " +
+                 std::to_string(details_.rescanInterval.count()) + " s");
+        } else {
+            recovered();
+        }
+        scheduleRescan();
+    }
+
+    // One sysfs pass; reports the snapshot if it changed. False when sysfs is unreadable.
+    bool scan() {
+        if (!running_) return false;
+        std::vector<GpuObservation> observations;
+        std::vector<GpuScanProblem> problems;
+        std::string error;
+        if (!scanGpus(roots_, observations, problems, error)) {
+            fail(error);
+            return false;
+        }
+        for (const GpuScanProblem& problem : problems) {
+            log.debug() << configuration_ << ": " << problem.card << " skipped: " << problem.message;
+        }
+        std::vector<GpuVerdict> verdicts = judgeGpus(observations, details_);
+        std::map<std::string, std::string> excluded;
+        for (const GpuVerdict& verdict : verdicts) {
+            if (!verdict.offered) excluded[verdict.observation.pciAddress] = verdict.reason;
+        }
+        if (excluded != excluded_) {
+            for (const auto& [address, reason] : excluded) {
+                auto it = excluded_.find(address);
+                if (it == excluded_.end() || it->second != reason)
+                    log.info() << configuration_ << ": GPU " << address << " not offered: " << reason;
+            }
+            excluded_ = std::move(excluded);
+        }
+        std::vector<Instance> instances = classifyGpus(observations, details_);
+        if (reported_ && *reported_ == instances) return true;
+        if (!reported_ || reported_->size() != instances.size()) {
+            log.info() << configuration_ << ": " << instances.size() << " GPU"
+                       << (instances.size() == 1 ? "" : "s") << " offered";
+        }
+        reported_ = instances;
+        updateFeatures(instances);
+        sink_.reportSnapshot(configuration_, std::move(instances));
+        return true;
+    }
+
+    // Node labels through Node Feature Discovery, where it is installed.
+    void updateFeatures(const std::vector<Instance>& instances) {
+        if (roots_.nfdFeatureDir.empty()) return;
+        std::error_code ignored;
+        if (!std::filesystem::is_directory(roots_.nfdFeatureDir, ignored)) return;
+        if (std::string error = writeNfdFeatures(roots_.nfdFeatureDir, configuration_,
+                                                 nfdFeatures(configuration_, instances));
+            !error.empty()) {
+            log.warning() << configuration_ << ": node labels not updated: " << error;
+            return;
+        }
+        wroteFeatures_ = true;
+    }
+
+    void scheduleRescan() {
+        if (!running_) return;
+        rescanTimer_.expires_after(details_.rescanInterval);
+        rescanTimer_.async_wait([this, alive = alive_](const boost::system::error_code& error) {
+            if (error || !*alive) return;
+            rescan();
+        });
+    }
+
+    void fail(const std::string& message) {
+        if (failure_ != message) log.error() << configuration_ << ": " << message;
+        failure_ = message;
+        sink_.reportProbeError(configuration_, message);
+    }
+
+    void recovered() {
+        if (failure_.empty()) return;
+        failure_.clear();
+        log.info() << configuration_ << ": GPU discovery works again";
+        sink_.reportProbeError(configuration_, "");
+    }
+
+    std::string configuration_;
+    GpuDetails details_;
+    SysfsRoots roots_;
+    ProbeSink& sink_;
+    std::optional<std::vector<Instance>> reported_;
+    std::map<std::string, std::string> excluded_;  // PCI address -> why not offered
+    std::string failure_;
+    bool wroteFeatures_ = false;
+    bool running_ = false;
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(false);
+    // Declared after the state their callbacks touch, so they are destroyed first.
+    GpuEvents events_;
+    boost::asio::steady_timer rescanTimer_;
+};
+
+}  // namespace
+
+GpuHandler::GpuHandler(SysfsRoots roots) : roots_(std::move(roots)) {
+    setSlotPreference(std::string(name()), preferGpuSlots);
+}
+
+std::vector<DetailsProblem> GpuHandler::check(const Configuration& configuration) const {
+    std::vector<DetailsProblem> problems;
+    parseGpuDetails(configuration.discoveryDetails, problems);
+    return problems;
+}
+
+std::unique_ptr<Probe> GpuHandler::createProbe(const Configuration& configuration,
+                                               boost::asio::io_context& loop, ProbeSink& sink) {
+    std::vector<DetailsProblem> problems;
+    GpuDetails details = parseGpuDetails(configuration.discoveryDetails, problems);
+    return std::make_unique<GpuProbe>(configuration.name, std::move(details), roots_, loop, sink);
+}
+
+}  // namespace devlet::gpu
