@@ -1,0 +1,104 @@
+#pragma once
+// What devlet knows about a camera (plain values read from WS-Discovery and the device and
+// media services) and the pure decisions made on it: is a responder a camera, does a
+// configuration's filter keep it, which instance does it become. No I/O; any thread.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probes/onvif/onvif_details.h"
+#include "runtime/instance.h"
+
+namespace devlet::onvif {
+
+// One WS-Discovery endpoint as a ProbeMatch or Hello describes it.
+struct DiscoveredEndpoint {
+    std::string address;              // EndpointReference/Address, e.g. urn:uuid:…
+    std::vector<std::string> types;   // "{namespace}LocalName"
+    std::vector<std::string> scopes;  // whitespace-separated Scopes
+    std::vector<std::string> xaddrs;  // device service URLs
+    unsigned metadataVersion = 0;
+    bool operator==(const DiscoveredEndpoint&) const = default;
+};
+
+// EdgeX's states, best first.
+enum class CameraState {
+    UpWithAuth,     // an authenticated call worked
+    UpWithoutAuth,  // GetSystemDateAndTime answers; credentials missing or refused
+    Reachable,      // the service URL takes TCP connections but does not answer SOAP
+    Unreachable,
+};
+const char* describe(CameraState state);
+
+enum class AuthResult { NotTried, NoCredentials, Accepted, Refused };
+
+struct StreamProfile {
+    std::string token;
+    std::string name;
+    std::string encoding;
+    int width = 0;
+    int height = 0;
+    std::string uri;  // RTSP URI, without credentials
+    bool operator==(const StreamProfile&) const = default;
+};
+
+// What the device and media services said about one device service URL.
+struct CameraReport {
+    CameraState state = CameraState::Unreachable;
+    AuthResult auth = AuthResult::NotTried;
+    std::string error;                         // why a call failed, for people
+    std::chrono::milliseconds clockOffset{0};  // camera clock - local clock
+    std::string manufacturer, model, firmware, serial, hardwareId;
+    std::string ipAddress;   // from GetNetworkInterfaces
+    std::string macAddress;  // from GetNetworkInterfaces, lower case, colons
+    std::string mediaUrl;
+    std::vector<StreamProfile> profiles;
+    bool operator==(const CameraReport&) const = default;
+};
+
+// One device service URL of one endpoint: Akri's unit of discovery.
+struct CameraObservation {
+    std::string uuid;        // endpoint address without urn: and uuid:, lower case
+    std::string serviceUrl;  // one XAddr
+    std::vector<std::string> scopes;
+    CameraReport report;
+};
+
+inline constexpr const char* kOnvifNetworkNamespace = "http://www.onvif.org/ver10/network/wsdl";
+inline constexpr const char* kOnvifDeviceNamespace = "http://www.onvif.org/ver10/device/wsdl";
+
+// A NetworkVideoTransmitter (or an ONVIF device service); hosts that answer as
+// wsdp:Device (Windows, Samba's wsdd) are not cameras.
+bool isCamera(const std::vector<std::string>& types);
+
+// Akri's uuid: the endpoint address without "urn:" and "uuid:", lower case.
+std::string endpointUuid(const std::string& address);
+
+// An http(s) URL with a host, short enough, without spaces or control characters.
+bool isUsableServiceUrl(const std::string& url);
+
+// The host part of a URL ("192.0.2.7" for http://192.0.2.7:8080/onvif/device_service).
+std::string urlHost(const std::string& url);
+
+// Akri's execute_filter on one value: nullopt = kept, else why it was dropped.
+// `value` empty = unknown (a lookup failed).
+std::optional<std::string> filterOut(const std::optional<FilterList>& filter, const std::string& what,
+                                     const std::vector<std::string>& values);
+
+// The filters that need only WS-Discovery (uuids, scopes): why the endpoint is dropped.
+std::optional<std::string> discoveryFilterOut(const OnvifDetails& details, const std::string& uuid,
+                                              const std::vector<std::string>& scopes);
+
+// All filters and the offer rule: why the camera is not offered, or nullopt.
+std::optional<std::string> cameraFilterOut(const OnvifDetails& details, const CameraObservation& camera);
+
+// The instance a camera becomes: Akri's id and properties, plus devlet's.
+Instance cameraInstance(const CameraObservation& camera);
+
+// Instances for every camera the filters keep, in a stable order.
+std::vector<Instance> classifyOnvif(const std::vector<CameraObservation>& cameras,
+                                    const OnvifDetails& details);
+
+}  // namespace devlet::onvif

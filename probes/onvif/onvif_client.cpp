@@ -1,0 +1,340 @@
+#include "probes/onvif/onvif_client.h"
+
+#include <ctime>
+#include <memory>
+
+#include "probes/onvif/soap_wire.h"
+#include "probes/onvif/username_token.h"
+#include "soapH.h"
+
+namespace devlet::onvif {
+
+namespace {
+
+constexpr const char* kPasswordDigestType =
+    "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0#PasswordDigest";
+constexpr const char* kBase64Type =
+    "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-soap-message-security-1.0#Base64Binary";
+
+struct SoapDeleter {
+    void operator()(struct soap* soap) const {
+        soap_destroy(soap);
+        soap_end(soap);
+        soap_free(soap);
+    }
+};
+using SoapPtr = std::unique_ptr<struct soap, SoapDeleter>;
+
+SoapPtr newContext(const QueryOptions& options) {
+    SoapPtr soap(soap_new1(SOAP_C_UTFSTRING | SOAP_IO_KEEPALIVE));
+    soap_set_namespaces(soap.get(), namespaces);
+    applyLimits(soap.get(), options.maxAnswerBytes);
+    const int usec = -int(std::chrono::duration_cast<std::chrono::microseconds>(options.timeout).count());
+    soap->connect_timeout = usec;
+    soap->send_timeout = usec;
+    soap->recv_timeout = usec;
+    soap->transfer_timeout = usec;
+    return soap;
+}
+
+// Sets the header for the next call: a fresh UsernameToken, or none.
+void authenticate(struct soap* soap, const std::optional<Credential>& credential,
+                  std::chrono::milliseconds clockOffset) {
+    soap->header = nullptr;
+    if (!credential) return;
+    const UsernameToken token = makeUsernameToken(credential->username, credential->password, clockOffset);
+    auto* header = soap_new_SOAP_ENV__Header(soap);
+    header->wsse__Security = soap_new__wsse__Security(soap);
+    auto* ut = soap_new_wsse__UsernameTokenType(soap);
+    ut->Username = soap_strdup(soap, token.username.c_str());
+    ut->Password = soap_new_wsse__Password(soap);
+    ut->Password->__item = soap_strdup(soap, token.passwordDigest.c_str());
+    ut->Password->Type = soap_strdup(soap, kPasswordDigestType);
+    ut->Nonce = soap_new_wsse__EncodedString(soap);
+    ut->Nonce->__item = soap_strdup(soap, token.nonce.c_str());
+    ut->Nonce->EncodingType = soap_strdup(soap, kBase64Type);
+    ut->wsu__Created = soap_strdup(soap, token.created.c_str());
+    header->wsse__Security->UsernameToken = ut;
+    soap->header = header;
+}
+
+bool isTransportError(struct soap* soap) {
+    return soap->error == SOAP_TCP_ERROR || soap->error == SOAP_SSL_ERROR || soap->error == SOAP_UDP_ERROR ||
+           soap->error == SOAP_EOF;
+}
+
+bool isAuthFault(struct soap* soap) {
+    if (soap->error == 401 || soap->error == 403) return true;
+    const char* subcode = soap_fault_subcode(soap);
+    if (subcode && std::string(subcode).find("NotAuthorized") != std::string::npos) return true;
+    const char* reason = *soap_faultstring(soap);
+    if (reason) {
+        const std::string text = reason;
+        if (text.find("uthoriz") != std::string::npos || text.find("uthentic") != std::string::npos ||
+            text.find("ender not") != std::string::npos)
+            return true;
+    }
+    return false;
+}
+
+std::string describeError(struct soap* soap, const char* operation) {
+    std::string text = std::string(operation) + " failed";
+    if (soap->error == SOAP_TCP_ERROR) return text + ": no connection";
+    if (soap->error == SOAP_EOF) return text + ": connection closed or timed out";
+    const char* reason = *soap_faultstring(soap);
+    text += " (gSOAP error " + std::to_string(soap->error) + ")";
+    if (reason) {
+        std::string r = reason;
+        if (r.size() > 200) r = r.substr(0, 200) + "…";
+        text += ": " + r;
+    }
+    return text;
+}
+
+std::string text(const char* value, std::size_t limit = 256) {
+    if (!value) return "";
+    std::string s = value;
+    if (s.size() > limit) s.resize(limit);
+    // Values become container environment: no control characters.
+    for (char& c : s) {
+        if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    }
+    return s;
+}
+
+std::optional<std::chrono::system_clock::time_point> cameraTime(const tt__SystemDateAndTime* time) {
+    if (!time || !time->UTCDateTime || !time->UTCDateTime->Date || !time->UTCDateTime->Time)
+        return std::nullopt;
+    const tt__Date& d = *time->UTCDateTime->Date;
+    const tt__Time& t = *time->UTCDateTime->Time;
+    if (d.Year < 1970 || d.Year > 9999 || d.Month < 1 || d.Month > 12 || d.Day < 1 || d.Day > 31 ||
+        t.Hour < 0 || t.Hour > 23 || t.Minute < 0 || t.Minute > 59 || t.Second < 0 || t.Second > 60)
+        return std::nullopt;
+    std::tm tm{};
+    tm.tm_year = d.Year - 1900;
+    tm.tm_mon = d.Month - 1;
+    tm.tm_mday = d.Day;
+    tm.tm_hour = t.Hour;
+    tm.tm_min = t.Minute;
+    tm.tm_sec = t.Second;
+    const std::time_t seconds = timegm(&tm);
+    if (seconds == std::time_t(-1)) return std::nullopt;
+    return std::chrono::system_clock::from_time_t(seconds);
+}
+
+bool sameHost(const std::string& a, const std::string& b) {
+    return urlHost(a) == urlHost(b);
+}
+
+std::string lowerMac(const char* value) {
+    std::string mac = text(value, 64);
+    for (char& c : mac) {
+        if (c == '-') c = ':';
+        c = char(std::tolower(static_cast<unsigned char>(c)));
+    }
+    return mac;
+}
+
+// GetSystemDateAndTime: state and clock offset.
+bool checkTime(struct soap* soap, const std::string& serviceUrl, CameraReport& report) {
+    _tds__GetSystemDateAndTime request;
+    _tds__GetSystemDateAndTimeResponse response;
+    soap_default__tds__GetSystemDateAndTime(soap, &request);
+    soap->header = nullptr;
+    const auto sent = std::chrono::system_clock::now();
+    if (soap_call___tds__GetSystemDateAndTime(soap, serviceUrl.c_str(), nullptr, &request, &response) !=
+        SOAP_OK) {
+        report.state = isTransportError(soap) ? CameraState::Unreachable : CameraState::Reachable;
+        report.error = describeError(soap, "GetSystemDateAndTime");
+        return false;
+    }
+    const auto received = std::chrono::system_clock::now();
+    report.state = CameraState::UpWithoutAuth;
+    if (auto camera = cameraTime(response.SystemDateAndTime)) {
+        const auto local = sent + (received - sent) / 2;
+        report.clockOffset = std::chrono::duration_cast<std::chrono::milliseconds>(*camera - local);
+    }
+    return true;
+}
+
+void readMediaUrl(struct soap* soap, const std::string& serviceUrl,
+                  const std::optional<Credential>& credential, CameraReport& report) {
+    _tds__GetCapabilities request;
+    _tds__GetCapabilitiesResponse response;
+    soap_default__tds__GetCapabilities(soap, &request);
+    request.Category = soap_strdup(soap, "Media");
+    for (const bool withAuth : {false, true}) {
+        if (withAuth && !credential) break;
+        authenticate(soap, withAuth ? credential : std::nullopt, report.clockOffset);
+        if (soap_call___tds__GetCapabilities(soap, serviceUrl.c_str(), nullptr, &request, &response) ==
+            SOAP_OK) {
+            if (response.Capabilities && response.Capabilities->Media && response.Capabilities->Media->XAddr)
+                report.mediaUrl = text(response.Capabilities->Media->XAddr, 1024);
+            break;
+        }
+    }
+    if (report.mediaUrl.empty()) {
+        _tds__GetServices services;
+        _tds__GetServicesResponse servicesResponse;
+        soap_default__tds__GetServices(soap, &services);
+        services.IncludeCapability = soap_strdup(soap, "false");
+        authenticate(soap, credential, report.clockOffset);
+        if (soap_call___tds__GetServices(soap, serviceUrl.c_str(), nullptr, &services, &servicesResponse) ==
+            SOAP_OK) {
+            for (int i = 0; i < servicesResponse.__sizeService; ++i) {
+                const tds__Service& s = servicesResponse.Service[i];
+                if (s.Namespace && s.XAddr &&
+                    std::string(s.Namespace) == "http://www.onvif.org/ver10/media/wsdl")
+                    report.mediaUrl = text(s.XAddr, 1024);
+            }
+        }
+    }
+    // Credentials go only to the host that was discovered: a media address elsewhere is not used.
+    if (report.mediaUrl.empty() || !isUsableServiceUrl(report.mediaUrl) ||
+        !sameHost(report.mediaUrl, serviceUrl))
+        report.mediaUrl = serviceUrl;
+}
+
+// GetDeviceInformation decides the authentication result.
+void readDeviceInformation(struct soap* soap, const std::string& serviceUrl,
+                           const std::optional<Credential>& credential, CameraReport& report) {
+    _tds__GetDeviceInformation request;
+    _tds__GetDeviceInformationResponse response;
+    soap_default__tds__GetDeviceInformation(soap, &request);
+    authenticate(soap, credential, report.clockOffset);
+    if (soap_call___tds__GetDeviceInformation(soap, serviceUrl.c_str(), nullptr, &request, &response) !=
+        SOAP_OK) {
+        if (isAuthFault(soap)) {
+            report.auth = credential ? AuthResult::Refused : AuthResult::NoCredentials;
+            report.error = credential ? "authentication failed" : "the camera needs credentials";
+        } else {
+            report.error = describeError(soap, "GetDeviceInformation");
+            if (credential) report.auth = AuthResult::Refused;
+        }
+        return;
+    }
+    report.auth = credential ? AuthResult::Accepted : AuthResult::NoCredentials;
+    if (credential) report.state = CameraState::UpWithAuth;
+    report.manufacturer = text(response.Manufacturer);
+    report.model = text(response.Model);
+    report.firmware = text(response.FirmwareVersion);
+    report.serial = text(response.SerialNumber);
+    report.hardwareId = text(response.HardwareId);
+}
+
+void readNetworkInterfaces(struct soap* soap, const std::string& serviceUrl,
+                           const std::optional<Credential>& credential, CameraReport& report) {
+    _tds__GetNetworkInterfaces request;
+    _tds__GetNetworkInterfacesResponse response;
+    soap_default__tds__GetNetworkInterfaces(soap, &request);
+    authenticate(soap, credential, report.clockOffset);
+    if (soap_call___tds__GetNetworkInterfaces(soap, serviceUrl.c_str(), nullptr, &request, &response) !=
+        SOAP_OK)
+        return;
+    // Akri: the first interface's hardware address and first IPv4 address.
+    for (int i = 0; i < response.__sizeNetworkInterfaces; ++i) {
+        const tt__NetworkInterface& ni = response.NetworkInterfaces[i];
+        if (report.macAddress.empty() && ni.Info && ni.Info->HwAddress)
+            report.macAddress = lowerMac(ni.Info->HwAddress);
+        if (report.ipAddress.empty() && ni.IPv4 && ni.IPv4->Config) {
+            const tt__IPv4Configuration& c = *ni.IPv4->Config;
+            if (c.__sizeManual > 0 && c.Manual[0].Address) {
+                report.ipAddress = text(c.Manual[0].Address, 64);
+            } else if (c.FromDHCP && c.FromDHCP->Address) {
+                report.ipAddress = text(c.FromDHCP->Address, 64);
+            }
+        }
+    }
+}
+
+void readProfiles(struct soap* soap, const std::optional<Credential>& credential, const QueryOptions& options,
+                  CameraReport& report) {
+    _trt__GetProfiles request;
+    _trt__GetProfilesResponse response;
+    soap_default__trt__GetProfiles(soap, &request);
+    authenticate(soap, credential, report.clockOffset);
+    if (soap_call___trt__GetProfiles(soap, report.mediaUrl.c_str(), nullptr, &request, &response) !=
+        SOAP_OK) {
+        if (report.error.empty()) report.error = describeError(soap, "GetProfiles");
+        return;
+    }
+    std::vector<StreamProfile> profiles;
+    for (int i = 0; i < response.__sizeProfiles && profiles.size() < options.maxProfiles; ++i) {
+        const tt__Profile& p = response.Profiles[i];
+        if (!p.token) continue;
+        StreamProfile profile;
+        profile.token = text(p.token, 64);
+        profile.name = text(p.Name, 64);
+        if (const tt__VideoEncoderConfiguration* v = p.VideoEncoderConfiguration) {
+            profile.encoding = text(v->Encoding, 16);
+            if (v->Resolution && v->Resolution->Width > 0 && v->Resolution->Height > 0 &&
+                v->Resolution->Width < 100000 && v->Resolution->Height < 100000) {
+                profile.width = v->Resolution->Width;
+                profile.height = v->Resolution->Height;
+            }
+        }
+        profiles.push_back(std::move(profile));
+    }
+    // Each response lives in the context's memory; copied strings above outlive the next call.
+    for (StreamProfile& profile : profiles) {
+        _trt__GetStreamUri uriRequest;
+        _trt__GetStreamUriResponse uriResponse;
+        soap_default__trt__GetStreamUri(soap, &uriRequest);
+        uriRequest.StreamSetup = soap_new_tt__StreamSetup(soap);
+        uriRequest.StreamSetup->Stream = soap_strdup(soap, "RTP-Unicast");
+        uriRequest.StreamSetup->Transport = soap_new_tt__Transport(soap);
+        uriRequest.StreamSetup->Transport->Protocol = soap_strdup(soap, "RTSP");
+        uriRequest.ProfileToken = soap_strdup(soap, profile.token.c_str());
+        authenticate(soap, credential, report.clockOffset);
+        if (soap_call___trt__GetStreamUri(soap, report.mediaUrl.c_str(), nullptr, &uriRequest,
+                                          &uriResponse) == SOAP_OK &&
+            uriResponse.MediaUri && uriResponse.MediaUri->Uri) {
+            profile.uri = withoutCredentials(text(uriResponse.MediaUri->Uri, 1024));
+        }
+    }
+    report.profiles = std::move(profiles);
+}
+
+}  // namespace
+
+std::string withoutCredentials(const std::string& uri) {
+    const auto scheme = uri.find("://");
+    if (scheme == std::string::npos || scheme == 0 || uri.size() > 1024) return "";
+    for (char c : uri) {
+        if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) return "";
+    }
+    const std::string name = uri.substr(0, scheme);
+    if (name != "rtsp" && name != "rtsps" && name != "http" && name != "https" && name != "rtspu") return "";
+    const auto authorityEnd = uri.find_first_of("/?#", scheme + 3);
+    const std::string authority = uri.substr(
+        scheme + 3, authorityEnd == std::string::npos ? std::string::npos : authorityEnd - scheme - 3);
+    const auto at = authority.rfind('@');
+    if (at == std::string::npos) return uri;
+    return name + "://" + authority.substr(at + 1) +
+           (authorityEnd == std::string::npos ? std::string() : uri.substr(authorityEnd));
+}
+
+CameraReport checkCamera(const std::string& serviceUrl, const QueryOptions& options) {
+    CameraReport report;
+    SoapPtr soap = newContext(options);
+    checkTime(soap.get(), serviceUrl, report);
+    return report;
+}
+
+CameraReport queryCamera(const std::string& serviceUrl, const std::optional<Credential>& credential,
+                         const QueryOptions& options) {
+    CameraReport report;
+    SoapPtr soap = newContext(options);
+    auto cancelled = [&] { return options.cancelled && options.cancelled->load(); };
+    if (!checkTime(soap.get(), serviceUrl, report) || cancelled()) return report;
+    readMediaUrl(soap.get(), serviceUrl, credential, report);
+    if (cancelled()) return report;
+    readDeviceInformation(soap.get(), serviceUrl, credential, report);
+    if (report.auth == AuthResult::Refused || cancelled()) return report;
+    readNetworkInterfaces(soap.get(), serviceUrl, credential, report);
+    if (cancelled()) return report;
+    readProfiles(soap.get(), credential, options, report);
+    return report;
+}
+
+}  // namespace devlet::onvif

@@ -1,0 +1,42 @@
+#pragma once
+// The device and media service calls devlet makes to one camera, over HTTP with gSOAP:
+// blocking, so they run on the probe's worker threads, never on the event loop. Each call
+// has a deadline and gSOAP's limits for untrusted input. Credentials are used here and
+// nowhere else: they are not logged and not copied into what the call returns.
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "probes/onvif/onvif_classifier.h"
+
+namespace devlet::onvif {
+
+struct Credential {
+    std::string username;
+    std::string password;
+};
+
+struct QueryOptions {
+    std::chrono::milliseconds timeout{2000};  // per call: connect, send and receive
+    std::size_t maxAnswerBytes = 1 << 20;
+    std::size_t maxProfiles = 16;
+    // Checked between calls: set when devlet stops, so a worker does not finish a long query.
+    const std::atomic<bool>* cancelled = nullptr;
+};
+
+// GetSystemDateAndTime only: the liveness check. Fills state, clockOffset and error.
+CameraReport checkCamera(const std::string& serviceUrl, const QueryOptions& options);
+
+// The full enrichment: GetSystemDateAndTime, GetCapabilities (or GetServices),
+// GetDeviceInformation, GetNetworkInterfaces, GetProfiles and GetStreamUri per profile,
+// authenticated with a UsernameToken stamped with the camera's clock when a credential is
+// given.
+CameraReport queryCamera(const std::string& serviceUrl, const std::optional<Credential>& credential,
+                         const QueryOptions& options);
+
+// An RTSP (or HTTP) URI without user information; empty when it is not a usable URI.
+std::string withoutCredentials(const std::string& uri);
+
+}  // namespace devlet::onvif

@@ -1,0 +1,628 @@
+#include "probes/onvif/onvif_handler.h"
+
+#include <array>
+#include <atomic>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/multicast.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
+#include "probes/onvif/credentials.h"
+#include "probes/onvif/onvif_classifier.h"
+#include "probes/onvif/onvif_client.h"
+#include "probes/onvif/onvif_details.h"
+#include "probes/onvif/soap_wire.h"
+#include "runtime/configuration.h"
+#include "runtime/log.h"
+
+namespace devlet::onvif {
+
+namespace asio = boost::asio;
+using udp = asio::ip::udp;
+
+namespace {
+constexpr Log log{"onvif"};
+constexpr unsigned short kDiscoveryPort = 3702;
+const asio::ip::address_v4 kDiscoveryGroup = asio::ip::make_address_v4("239.255.255.250");
+constexpr std::size_t kMaxCameras = 1024;
+constexpr std::size_t kRememberedMessages = 2048;
+constexpr int kForgetAfterMisses = 60;  // an unreachable camera no probe finds is dropped
+
+// The IPv4 address of a network interface, or nullopt.
+std::optional<asio::ip::address_v4> interfaceAddress(const std::string& name) {
+    ifaddrs* list = nullptr;
+    if (getifaddrs(&list) != 0) return std::nullopt;
+    std::optional<asio::ip::address_v4> found;
+    for (ifaddrs* i = list; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || name != i->ifa_name) continue;
+        const auto* in = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
+        found = asio::ip::address_v4(ntohl(in->sin_addr.s_addr));
+        break;
+    }
+    freeifaddrs(list);
+    return found;
+}
+
+// Remembers the last N message ids: WS-Discovery repeats every message over UDP.
+class RecentIds {
+public:
+    explicit RecentIds(std::size_t capacity) : capacity_(capacity) {}
+    // False when the id was seen already.
+    bool insert(const std::string& id) {
+        if (id.empty()) return true;
+        if (!set_.insert(id).second) return false;
+        order_.push_back(id);
+        if (order_.size() > capacity_) {
+            set_.erase(order_.front());
+            order_.pop_front();
+        }
+        return true;
+    }
+    bool contains(const std::string& id) const { return set_.count(id) != 0; }
+
+private:
+    std::size_t capacity_;
+    std::set<std::string> set_;
+    std::deque<std::string> order_;
+};
+
+}  // namespace
+
+// Threads for the blocking SOAP calls. Work reaches the loop only through a Channel the
+// probe closes when it stops, so no worker posts to a loop that is gone.
+class WorkerPool {
+public:
+    explicit WorkerPool(std::size_t threads) : pool_(threads) {}
+    ~WorkerPool() {
+        cancelled_ = true;
+        pool_.join();
+    }
+    template <typename F>
+    void submit(F work) {
+        asio::post(pool_, std::move(work));
+    }
+    const std::atomic<bool>* cancelled() const { return &cancelled_; }
+
+private:
+    std::atomic<bool> cancelled_{false};
+    asio::thread_pool pool_;
+};
+
+namespace {
+
+// Posts results to a probe's loop while the probe runs. Guarded by `mutex`: workers read
+// `loop`, the probe clears it on stop.
+struct Channel {
+    std::mutex mutex;
+    asio::io_context* loop = nullptr;
+    std::atomic<bool> closed{false};
+    template <typename F>
+    void post(F f) {
+        std::lock_guard lock(mutex);
+        if (loop) asio::post(*loop, std::move(f));
+    }
+};
+
+struct Camera {
+    CameraObservation observation;
+    bool queried = false;  // a full query has returned
+    bool busy = false;     // a call is in flight
+    int missed = 0;        // liveness checks failed in a row
+    bool left = false;     // said Bye
+};
+
+class OnvifProbe : public Probe {
+public:
+    OnvifProbe(std::string configuration, OnvifDetails details, asio::io_context& loop, ProbeSink& sink,
+               std::shared_ptr<WorkerPool> pool)
+        : configuration_(std::move(configuration)),
+          details_(std::move(details)),
+          loop_(loop),
+          sink_(sink),
+          pool_(std::move(pool)),
+          channel_(std::make_shared<Channel>()),
+          probeSocket_(loop),
+          listenSocket_(loop),
+          cycleTimer_(loop),
+          windowTimer_(loop),
+          livenessTimer_(loop),
+          unicastTimer_(loop) {}
+
+    ~OnvifProbe() override { stop(); }
+
+    void start() override {
+        running_ = true;
+        alive_ = std::make_shared<bool>(true);
+        {
+            std::lock_guard lock(channel_->mutex);
+            channel_->loop = &loop_;
+        }
+        loadCredentials();
+        openSockets();
+        cycle();
+        scheduleLiveness();
+    }
+
+    void stop() override {
+        if (!running_) return;
+        running_ = false;
+        *alive_ = false;
+        {
+            std::lock_guard lock(channel_->mutex);
+            channel_->loop = nullptr;
+            channel_->closed = true;
+        }
+        boost::system::error_code ignored;
+        cycleTimer_.cancel();
+        windowTimer_.cancel();
+        livenessTimer_.cancel();
+        unicastTimer_.cancel();
+        probeSocket_.close(ignored);
+        listenSocket_.close(ignored);
+    }
+
+private:
+    void loadCredentials() {
+        Outcome loaded = Outcome::ok();
+        if (!details_.credentialsFile.empty()) {
+            loaded = CredentialStore::load(details_.credentialsFile, credentials_);
+        } else if (!details_.credential.empty()) {
+            loaded = CredentialStore::loadSystemdCredential(details_.credential, credentials_);
+        }
+        if (!loaded) {
+            credentialsProblem_ = loaded.error();
+            log.error() << configuration_ << ": " << loaded.error();
+        } else if (!credentials_.empty()) {
+            log.debug() << configuration_ << ": " << credentials_.size() << " credential entries loaded";
+        }
+    }
+
+    void openSockets() {
+        boost::system::error_code error;
+        probeSocket_.open(udp::v4(), error);
+        if (!error) probeSocket_.bind(udp::endpoint(asio::ip::address_v4::any(), 0), error);
+        if (!error) probeSocket_.set_option(asio::ip::multicast::hops(4), error);
+        if (!error) probeSocket_.non_blocking(true, error);
+        if (error) {
+            fail("cannot open the WS-Discovery socket: " + error.message());
+            return;
+        }
+        receiveProbeMatches();
+
+        // The passive listener: a camera that starts says Hello here.
+        listenSocket_.open(udp::v4(), error);
+        if (!error) listenSocket_.set_option(udp::socket::reuse_address(true), error);
+        if (!error) listenSocket_.bind(udp::endpoint(asio::ip::address_v4::any(), kDiscoveryPort), error);
+        if (!error) {
+            if (details_.interfaces.empty()) {
+                listenSocket_.set_option(asio::ip::multicast::join_group(kDiscoveryGroup), error);
+            } else {
+                for (const std::string& name : details_.interfaces) {
+                    boost::system::error_code joinError;
+                    if (auto address = interfaceAddress(name)) {
+                        listenSocket_.set_option(asio::ip::multicast::join_group(kDiscoveryGroup, *address),
+                                                 joinError);
+                    } else {
+                        log.warning() << configuration_ << ": interface " << name << " has no IPv4 address";
+                        continue;
+                    }
+                    if (joinError)
+                        log.warning() << configuration_ << ": cannot listen for Hello on " << name << ": "
+                                      << joinError.message();
+                }
+            }
+        }
+        if (error) {
+            log.warning() << configuration_ << ": no Hello/Bye listener on port 3702 (" << error.message()
+                          << "); cameras are found by probing only";
+            listenSocket_.close(error);
+            return;
+        }
+        receiveAnnouncements();
+    }
+
+    // One discovery cycle: the Probe to the group (and its copies), the unicast sweep, and
+    // the window in which answers count for the first snapshot.
+    void cycle() {
+        if (!running_) return;
+        multicastId_ = newMessageId();
+        sentIds_.insert(multicastId_);
+        const std::string probe = encodeProbe(multicastId_);
+        if (probe.empty()) {
+            fail("cannot encode the WS-Discovery Probe");
+        } else {
+            sendMulticast(probe);
+            for (int i = 1; i <= details_.probeRetransmissions; ++i) {
+                // SOAP-over-UDP: the same message again after a short random-free delay.
+                auto timer = std::make_shared<asio::steady_timer>(loop_, std::chrono::milliseconds(100 * i));
+                timer->async_wait([this, timer, probe, alive = alive_](const boost::system::error_code& e) {
+                    if (!e && *alive) sendMulticast(probe);
+                });
+            }
+        }
+        startUnicastSweep();
+        windowTimer_.expires_after(details_.discoveryTimeout);
+        windowTimer_.async_wait([this, alive = alive_](const boost::system::error_code& e) {
+            if (e || !*alive) return;
+            firstWindowDone_ = true;
+            report();
+        });
+        cycleTimer_.expires_after(details_.rescanInterval);
+        cycleTimer_.async_wait([this, alive = alive_](const boost::system::error_code& e) {
+            if (!e && *alive) cycle();
+        });
+    }
+
+    void sendMulticast(const std::string& probe) {
+        if (!probeSocket_.is_open()) return;
+        const udp::endpoint group(kDiscoveryGroup, kDiscoveryPort);
+        auto sendOn = [&](const std::string& label) {
+            boost::system::error_code error;
+            probeSocket_.send_to(asio::buffer(probe), group, 0, error);
+            if (error && error != asio::error::would_block)
+                log.warning() << configuration_ << ": multicast Probe on " << label
+                              << " failed: " << error.message();
+        };
+        if (details_.interfaces.empty()) {
+            sendOn("the default interface");
+            return;
+        }
+        for (const std::string& name : details_.interfaces) {
+            boost::system::error_code error;
+            if (auto address = interfaceAddress(name)) {
+                probeSocket_.set_option(asio::ip::multicast::outbound_interface(*address), error);
+                if (!error) sendOn(name);
+            } else {
+                log.warning() << configuration_ << ": interface " << name << " has no IPv4 address";
+            }
+        }
+    }
+
+    void startUnicastSweep() {
+        if (details_.unicastTargets.empty()) return;
+        unicastId_ = newMessageId();
+        sentIds_.insert(unicastId_);
+        unicastProbe_ = encodeProbe(unicastId_);
+        unicastRange_ = 0;
+        unicastNext_ = details_.unicastTargets.front().first;
+        sendUnicastBurst();
+    }
+
+    // Sends up to unicastConcurrency probes, then waits a little: a /16 is not one burst.
+    void sendUnicastBurst() {
+        if (!running_ || unicastProbe_.empty()) return;
+        int sent = 0;
+        while (unicastRange_ < details_.unicastTargets.size() && sent < details_.unicastConcurrency) {
+            const Ipv4Range& range = details_.unicastTargets[unicastRange_];
+            boost::system::error_code error;
+            probeSocket_.send_to(asio::buffer(unicastProbe_),
+                                 udp::endpoint(asio::ip::address_v4(unicastNext_), kDiscoveryPort), 0, error);
+            ++sent;
+            if (unicastNext_ >= range.last) {
+                if (++unicastRange_ < details_.unicastTargets.size())
+                    unicastNext_ = details_.unicastTargets[unicastRange_].first;
+            } else {
+                ++unicastNext_;
+            }
+        }
+        if (unicastRange_ >= details_.unicastTargets.size()) return;
+        unicastTimer_.expires_after(std::chrono::milliseconds(20));
+        unicastTimer_.async_wait([this, alive = alive_](const boost::system::error_code& e) {
+            if (!e && *alive) sendUnicastBurst();
+        });
+    }
+
+    void receiveProbeMatches() {
+        probeSocket_.async_receive_from(
+            asio::buffer(probeBuffer_), probeSender_,
+            [this, alive = alive_](const boost::system::error_code& error, std::size_t size) {
+                if (!*alive || error == asio::error::operation_aborted) return;
+                if (!error) handleDatagram(std::string_view(probeBuffer_.data(), size), probeSender_, true);
+                receiveProbeMatches();
+            });
+    }
+
+    void receiveAnnouncements() {
+        listenSocket_.async_receive_from(
+            asio::buffer(listenBuffer_), listenSender_,
+            [this, alive = alive_](const boost::system::error_code& error, std::size_t size) {
+                if (!*alive || error == asio::error::operation_aborted) return;
+                if (!error)
+                    handleDatagram(std::string_view(listenBuffer_.data(), size), listenSender_, false);
+                receiveAnnouncements();
+            });
+    }
+
+    void handleDatagram(std::string_view datagram, const udp::endpoint& sender, bool answers) {
+        std::string error;
+        std::optional<DiscoveryMessage> message = decodeDiscovery(datagram, error);
+        if (!message) {
+            log.debug() << configuration_ << ": ignored a datagram from " << sender.address().to_string()
+                        << ": " << error;
+            return;
+        }
+        if (!seenIds_.insert(message->messageId)) return;
+        if (answers) {
+            if (message->kind != DiscoveryKind::ProbeMatches) return;
+            if (!sentIds_.contains(message->relatesTo)) {
+                log.debug() << configuration_ << ": ProbeMatches from " << sender.address().to_string()
+                            << " answer no Probe of ours";
+                return;
+            }
+            for (const DiscoveredEndpoint& endpoint : message->endpoints) found(endpoint, "ProbeMatch");
+        } else if (message->kind == DiscoveryKind::Hello) {
+            for (const DiscoveredEndpoint& endpoint : message->endpoints) found(endpoint, "Hello");
+        } else if (message->kind == DiscoveryKind::Bye) {
+            for (const DiscoveredEndpoint& endpoint : message->endpoints) bye(endpoint);
+        }
+    }
+
+    void found(const DiscoveredEndpoint& endpoint, const char* how) {
+        const std::string uuid = endpointUuid(endpoint.address);
+        if (uuid.empty()) return;
+        if (!isCamera(endpoint.types)) {
+            if (ignored_.insert(uuid))
+                log.debug() << configuration_ << ": " << endpoint.address << " is not a camera; ignored";
+            return;
+        }
+        if (auto why = discoveryFilterOut(details_, uuid, endpoint.scopes)) {
+            if (ignored_.insert(uuid + *why))
+                log.debug() << configuration_ << ": camera " << uuid << " filtered: " << *why;
+            return;
+        }
+        for (const std::string& url : endpoint.xaddrs) {
+            const std::string key = url + "-" + uuid;
+            auto it = cameras_.find(key);
+            if (it == cameras_.end()) {
+                if (cameras_.size() >= kMaxCameras) {
+                    if (!tooMany_)
+                        log.warning()
+                            << configuration_ << ": more than " << kMaxCameras << " cameras; others ignored";
+                    tooMany_ = true;
+                    return;
+                }
+                Camera camera;
+                camera.observation.uuid = uuid;
+                camera.observation.serviceUrl = url;
+                camera.observation.scopes = endpoint.scopes;
+                it = cameras_.emplace(key, std::move(camera)).first;
+                log.debug() << configuration_ << ": " << how << " from camera " << uuid << " at " << url;
+                query(key);
+                continue;
+            }
+            Camera& camera = it->second;
+            camera.observation.scopes = endpoint.scopes;
+            const bool wasGone = camera.left || camera.missed >= details_.missedChecks;
+            camera.left = false;
+            if (wasGone && !camera.busy) {
+                camera.missed = 0;
+                query(key);
+            }
+        }
+    }
+
+    void bye(const DiscoveredEndpoint& endpoint) {
+        const std::string uuid = endpointUuid(endpoint.address);
+        bool changed = false;
+        for (auto& [key, camera] : cameras_) {
+            if (camera.observation.uuid != uuid || camera.left) continue;
+            camera.left = true;
+            changed = true;
+        }
+        if (changed) {
+            log.info() << configuration_ << ": camera " << uuid << " said Bye";
+            report();
+        }
+    }
+
+    std::optional<Credential> credentialFor(const Camera& camera) const {
+        return credentials_.find(camera.observation.uuid, urlHost(camera.observation.serviceUrl),
+                                 camera.observation.report.macAddress);
+    }
+
+    // The full query on a worker.
+    void query(const std::string& key) {
+        Camera& camera = cameras_.at(key);
+        camera.busy = true;
+        QueryOptions options;
+        options.cancelled = pool_->cancelled();
+        pool_->submit([channel = channel_, key, url = camera.observation.serviceUrl,
+                       credential = credentialFor(camera), options, this, alive = alive_] {
+            if (channel->closed) return;
+            CameraReport result = queryCamera(url, credential, options);
+            channel->post([this, alive, key, result = std::move(result)]() mutable {
+                if (*alive) queried(key, std::move(result));
+            });
+        });
+    }
+
+    void queried(const std::string& key, CameraReport result) {
+        auto it = cameras_.find(key);
+        if (it == cameras_.end()) return;
+        Camera& camera = it->second;
+        camera.busy = false;
+        const bool up = result.state == CameraState::UpWithAuth || result.state == CameraState::UpWithoutAuth;
+        if (!up) {
+            ++camera.missed;
+            log.debug() << configuration_ << ": camera " << camera.observation.uuid << " at "
+                        << camera.observation.serviceUrl << " is " << describe(result.state) << ": "
+                        << result.error;
+            if (!camera.queried) camera.observation.report = result;
+            report();
+            return;
+        }
+        if (result.auth == AuthResult::Refused)
+            log.warning() << configuration_ << ": camera " << camera.observation.uuid << " at "
+                          << camera.observation.serviceUrl << ": authentication failed";
+        camera.missed = 0;
+        camera.queried = true;
+        camera.observation.report = std::move(result);
+        report();
+    }
+
+    void scheduleLiveness() {
+        if (!running_) return;
+        livenessTimer_.expires_after(details_.livenessInterval);
+        livenessTimer_.async_wait([this, alive = alive_](const boost::system::error_code& e) {
+            if (e || !*alive) return;
+            checkAll();
+            scheduleLiveness();
+        });
+    }
+
+    void checkAll() {
+        std::erase_if(cameras_, [&](const auto& entry) {
+            return !entry.second.busy && (entry.second.left || entry.second.missed >= kForgetAfterMisses);
+        });
+        for (auto& [key, camera] : cameras_) {
+            if (camera.busy) continue;
+            // A camera never fully queried, or back after missing, gets the full query.
+            if (!camera.queried || camera.missed > 0) {
+                query(key);
+                continue;
+            }
+            camera.busy = true;
+            QueryOptions options;
+            options.cancelled = pool_->cancelled();
+            pool_->submit([channel = channel_, key, url = camera.observation.serviceUrl, options, this,
+                           alive = alive_] {
+                if (channel->closed) return;
+                CameraReport result = checkCamera(url, options);
+                channel->post([this, alive, key, result = std::move(result)] {
+                    if (*alive) checked(key, result);
+                });
+            });
+        }
+    }
+
+    void checked(const std::string& key, const CameraReport& result) {
+        auto it = cameras_.find(key);
+        if (it == cameras_.end()) return;
+        Camera& camera = it->second;
+        camera.busy = false;
+        if (result.state == CameraState::UpWithAuth || result.state == CameraState::UpWithoutAuth) {
+            camera.missed = 0;
+            camera.observation.report.clockOffset = result.clockOffset;
+            return;
+        }
+        ++camera.missed;
+        if (camera.missed == details_.missedChecks) {
+            log.info() << configuration_ << ": camera " << camera.observation.uuid << " at "
+                       << camera.observation.serviceUrl << " stopped answering (" << result.error << ")";
+            report();
+        }
+    }
+
+    void report() {
+        if (!firstWindowDone_ || !running_) return;
+        std::vector<CameraObservation> present;
+        std::vector<std::string> refused;
+        for (const auto& [key, camera] : cameras_) {
+            if (!camera.queried || camera.left || camera.missed >= details_.missedChecks) continue;
+            present.push_back(camera.observation);
+            if (camera.observation.report.auth == AuthResult::Refused)
+                refused.push_back(camera.observation.uuid);
+        }
+        reportProblem(refused);
+        std::vector<Instance> instances = classifyOnvif(present, details_);
+        if (reported_ && *reported_ == instances) return;
+        if (!reported_ || reported_->size() != instances.size())
+            log.info() << configuration_ << ": " << instances.size() << " camera"
+                       << (instances.size() == 1 ? "" : "s") << " offered";
+        reported_ = instances;
+        sink_.reportSnapshot(configuration_, std::move(instances));
+    }
+
+    // The status page shows probe errors: an unusable credentials file and cameras that
+    // refuse their credentials ("authentication failed") are what a user must fix.
+    void reportProblem(const std::vector<std::string>& refused) {
+        std::string problem = socketProblem_;
+        if (!credentialsProblem_.empty()) problem += (problem.empty() ? "" : "; ") + credentialsProblem_;
+        if (!refused.empty()) {
+            if (!problem.empty()) problem += "; ";
+            problem += "authentication failed for " + std::to_string(refused.size()) + " camera" +
+                       (refused.size() == 1 ? "" : "s") + ":";
+            for (std::size_t i = 0; i < refused.size() && i < 5; ++i) problem += " " + refused[i];
+            if (refused.size() > 5) problem += " …";
+        }
+        if (problem == reportedProblem_) return;
+        reportedProblem_ = problem;
+        sink_.reportProbeError(configuration_, problem);
+    }
+
+    void fail(const std::string& message) {
+        log.error() << configuration_ << ": " << message;
+        socketProblem_ = message;
+        reportProblem({});
+    }
+
+    std::string configuration_;
+    OnvifDetails details_;
+    asio::io_context& loop_;
+    ProbeSink& sink_;
+    std::shared_ptr<WorkerPool> pool_;
+    std::shared_ptr<Channel> channel_;
+    CredentialStore credentials_;
+    std::string credentialsProblem_;
+    std::string reportedProblem_;
+    std::string socketProblem_;
+    std::map<std::string, Camera> cameras_;  // by instance id (service URL + uuid)
+    std::optional<std::vector<Instance>> reported_;
+    RecentIds sentIds_{64};
+    RecentIds seenIds_{kRememberedMessages};
+    RecentIds ignored_{kRememberedMessages};
+    std::string multicastId_;
+    std::string unicastId_;
+    std::string unicastProbe_;
+    std::size_t unicastRange_ = 0;
+    std::uint32_t unicastNext_ = 0;
+    bool running_ = false;
+    bool firstWindowDone_ = false;
+    bool tooMany_ = false;
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(false);
+    std::array<char, kMaxDatagram> probeBuffer_{};
+    std::array<char, kMaxDatagram> listenBuffer_{};
+    udp::endpoint probeSender_;
+    udp::endpoint listenSender_;
+    // Declared last: destroyed (and cancelled) before the state their handlers touch.
+    udp::socket probeSocket_;
+    udp::socket listenSocket_;
+    asio::steady_timer cycleTimer_;
+    asio::steady_timer windowTimer_;
+    asio::steady_timer livenessTimer_;
+    asio::steady_timer unicastTimer_;
+};
+
+}  // namespace
+
+OnvifHandler::OnvifHandler(std::size_t workers) : workers_(workers) {}
+
+OnvifHandler::~OnvifHandler() = default;
+
+std::vector<DetailsProblem> OnvifHandler::check(const Configuration& configuration) const {
+    std::vector<DetailsProblem> problems;
+    parseOnvifDetails(configuration.discoveryDetails, problems);
+    return problems;
+}
+
+std::unique_ptr<Probe> OnvifHandler::createProbe(const Configuration& configuration, asio::io_context& loop,
+                                                 ProbeSink& sink) {
+    std::vector<DetailsProblem> problems;
+    OnvifDetails details = parseOnvifDetails(configuration.discoveryDetails, problems);
+    if (!pool_) pool_ = std::make_shared<WorkerPool>(workers_);
+    return std::make_unique<OnvifProbe>(configuration.name, std::move(details), loop, sink, pool_);
+}
+
+}  // namespace devlet::onvif

@@ -1,0 +1,101 @@
+// ONVIF cameras end to end: the real devlet in a network namespace finds simulated cameras
+// (each in its own namespace behind a bridge), queries them with credentials, and offers
+// them through the kubelet simulator; a camera's Bye makes it Unhealthy at once. Skips
+// where network namespaces cannot be created (not root).
+
+#include <filesystem>
+#include <thread>
+
+#include <sys/stat.h>
+
+#include "tests/integration/fixture.h"
+#include "tests/probes/onvif/network_lab.h"
+
+namespace devlet::test {
+namespace {
+
+constexpr const char* kCl = "akri.sh/onvif-cams";
+
+class OnvifCamerasTest : public DaemonTest {
+protected:
+    void SetUp() override {
+        lab_ = std::make_unique<onvif::test::NetworkLab>();
+        if (!lab_->unavailable().empty()) GTEST_SKIP() << "skipped: " << lab_->unavailable();
+        ASSERT_TRUE(lab_->broken().empty()) << lab_->broken();
+        DaemonTest::SetUp();
+        const std::string credentials = (dir_.path() / "onvif-credentials.yaml").string();
+        writeFile(credentials, "default: {username: admin, password: secret}\n");
+        chmod(credentials.c_str(), 0600);
+        writeFile(daemon_->confDir() / "onvif.yaml",
+                  "apiVersion: akri.sh/v0\n"
+                  "kind: Configuration\n"
+                  "metadata:\n"
+                  "  name: onvif-cams\n"
+                  "spec:\n"
+                  "  discoveryHandler:\n"
+                  "    name: onvif\n"
+                  "    discoveryDetails: |\n"
+                  "      discoveryTimeoutSeconds: 1\n"
+                  "      interfaces: [br0]\n"
+                  "      livenessIntervalSeconds: 1\n"
+                  "      credentialsFile: " +
+                      credentials + "\n  capacity: 1\n");
+        ASSERT_TRUE(kubelet_->start());
+    }
+    void TearDown() override {
+        DaemonTest::TearDown();
+        lab_.reset();
+    }
+
+    pid_t camera(int host, const std::string& uuid, std::vector<std::string> extra = {}) {
+        const std::string ns = lab_->addCameraHost(host);
+        const std::string ready = (dir_.path() / ("ready-" + std::to_string(host))).string();
+        std::vector<std::string> argv = {ONVIF_CAMERA,   "--address",  "192.0.2." + std::to_string(host),
+                                         "--uuid",       uuid,         "--user",
+                                         "admin",        "--password", "secret",
+                                         "--ready-file", ready};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        const pid_t pid = lab_->start(ns, argv);
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (!std::filesystem::exists(ready) && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(20ms);
+        EXPECT_TRUE(std::filesystem::exists(ready));
+        return pid;
+    }
+
+    // devlet starts inside the client namespace: a child forked from a thread that entered it.
+    void startDaemon() {
+        ASSERT_TRUE(lab_->enter());
+        daemon_->start();
+        lab_->leave();
+    }
+
+    std::unique_ptr<onvif::test::NetworkLab> lab_;
+};
+
+TEST_F(OnvifCamerasTest, CamerasAreOfferedWithStreamUrisAndNoSecrets) {
+    camera(11, "11111111-1111-4111-8111-111111111111");
+    camera(12, "22222222-2222-4222-8222-222222222222");
+    startDaemon();
+    ASSERT_TRUE(waitForDevices(kCl, 2, 60s));
+    auto result = kubelet_->allocate("default", "pod-a", "main", kCl, 1);
+    ASSERT_TRUE(result.ok) << result.error;
+    const auto& envs = result.response.envs();
+    ASSERT_EQ(envs.count("ONVIF_DEVICE_SERVICE_URL"), 1u);
+    EXPECT_TRUE(envs.at("ONVIF_STREAM_0_URI").starts_with("rtsp://192.0.2.1"));
+    EXPECT_EQ(envs.count("ONVIF_DEVICE_MAC_ADDRESS"), 1u);
+    for (const auto& [key, value] : envs) EXPECT_EQ(value.find("secret"), std::string::npos) << key;
+    EXPECT_EQ(daemon_->log().find("secret"), std::string::npos);
+}
+
+TEST_F(OnvifCamerasTest, ByeMakesTheCameraUnhealthyAtOnce) {
+    const pid_t pid = camera(13, "33333333-3333-4333-8333-333333333333", {"--hello"});
+    startDaemon();
+    ASSERT_TRUE(waitForDevices(kCl, 1, 60s));
+    const std::string slot = health(kCl).begin()->first;
+    lab_->terminate(pid);  // says Bye
+    EXPECT_TRUE(waitForHealth(kCl, slot, "Unhealthy", 30s));
+}
+
+}  // namespace
+}  // namespace devlet::test

@@ -1,0 +1,423 @@
+// A simulated ONVIF camera for the tests: answers WS-Discovery Probes for
+// NetworkVideoTransmitter on 239.255.255.250:3702 (unicast to the sender), says Hello on
+// start and Bye on SIGTERM, and serves the device and media calls devlet makes with gSOAP,
+// enforcing WS-Security UsernameToken PasswordDigest against its own (possibly wrong) clock.
+// --hostile MODE makes it misbehave instead (see usage). One thread, poll() on two sockets.
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "probes/onvif/soap_wire.h"
+#include "probes/onvif/username_token.h"
+#include "soapH.h"
+
+namespace {
+
+using namespace devlet::onvif;
+
+struct Options {
+    std::string address;  // IPv4 of the camera's interface
+    int port = 8080;
+    std::string uuid = "3fa1fe68-b915-4053-a3e1-ac15a21f5f91";
+    std::string name = "SimCam";
+    std::string user;
+    std::string password;
+    std::string mac = "02:00:00:00:00:01";
+    long clockOffsetSeconds = 0;
+    bool hello = false;
+    bool answerProbes = true;
+    std::string readyFile;  // created once the sockets are up
+    std::string hostile;    // "", udp-garbage, udp-wrong-relates, udp-many-xaddrs, udp-bomb, http-garbage,
+                            // http-huge, http-silent, not-camera
+};
+
+Options options;
+volatile std::sig_atomic_t stopping = 0;
+
+void onSignal(int) {
+    stopping = 1;
+}
+
+std::string serviceUrl() {
+    return "http://" + options.address + ":" + std::to_string(options.port) + "/onvif/device_service";
+}
+
+DiscoveredEndpoint endpoint() {
+    DiscoveredEndpoint e;
+    e.address = "urn:uuid:" + options.uuid;
+    if (options.hostile == "not-camera") {
+        e.types = {"{http://schemas.xmlsoap.org/ws/2006/02/devprof}Device"};
+    } else {
+        e.types = {std::string("{") + kOnvifNetworkNamespace + "}NetworkVideoTransmitter"};
+    }
+    e.scopes = {"onvif://www.onvif.org/type/video_encoder", "onvif://www.onvif.org/name/" + options.name,
+                "onvif://www.onvif.org/hardware/SimCam"};
+    e.xaddrs = {serviceUrl()};
+    e.metadataVersion = 1;
+    return e;
+}
+
+std::chrono::system_clock::time_point cameraNow() {
+    return std::chrono::system_clock::now() + std::chrono::seconds(options.clockOffsetSeconds);
+}
+
+int sendMulticast(int fd, const std::string& text) {
+    sockaddr_in group{};
+    group.sin_family = AF_INET;
+    group.sin_port = htons(3702);
+    inet_pton(AF_INET, "239.255.255.250", &group.sin_addr);
+    return int(sendto(fd, text.data(), text.size(), 0, reinterpret_cast<sockaddr*>(&group), sizeof group));
+}
+
+std::string repeated(const std::string& unit, std::size_t count) {
+    std::string text;
+    text.reserve(unit.size() * count);
+    for (std::size_t i = 0; i < count; ++i) text += unit;
+    return text;
+}
+
+void answerProbe(int fd, const std::string& datagram, const sockaddr_in& from) {
+    std::string error;
+    auto message = decodeDiscovery(datagram, error);
+    if (!message || message->kind != DiscoveryKind::Probe) return;
+    const DiscoveredEndpoint me = endpoint();
+    if (!message->probeTypes.empty()) {
+        bool wanted = false;
+        for (const std::string& type : message->probeTypes)
+            for (const std::string& mine : me.types) wanted = wanted || type == mine;
+        if (!wanted) return;
+    }
+    std::string answer;
+    if (options.hostile == "udp-garbage") {
+        answer = "<env:Envelope><<<" + std::string(2000, '\x01');
+    } else if (options.hostile == "udp-wrong-relates") {
+        answer = encodeProbeMatches(newMessageId(), "uuid:not-your-probe", {me});
+    } else if (options.hostile == "udp-many-xaddrs") {
+        DiscoveredEndpoint many = me;
+        many.xaddrs.clear();
+        for (int i = 0; i < 2000; ++i) many.xaddrs.push_back("http://192.0.2.254:1/x" + std::to_string(i));
+        answer = encodeProbeMatches(newMessageId(), message->messageId, {many});
+        answer.resize(std::min<std::size_t>(answer.size(), 65000));
+    } else if (options.hostile == "udp-bomb") {
+        answer =
+            "<?xml version=\"1.0\"?><!DOCTYPE z [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;"
+            "&a;&a;&a;\"><!ENTITY c \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\">]><z>" +
+            repeated("&c;", 100) + "</z>";
+    } else {
+        answer = encodeProbeMatches(newMessageId(), message->messageId, {me});
+    }
+    sendto(fd, answer.data(), answer.size(), 0, reinterpret_cast<const sockaddr*>(&from), sizeof from);
+}
+
+int openUdp() {
+    const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in any{};
+    any.sin_family = AF_INET;
+    any.sin_port = htons(3702);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0) {
+        std::perror("bind 3702");
+        std::exit(1);
+    }
+    ip_mreq join{};
+    inet_pton(AF_INET, "239.255.255.250", &join.imr_multiaddr);
+    inet_pton(AF_INET, options.address.c_str(), &join.imr_interface);
+    if (setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &join, sizeof join) != 0) {
+        std::perror("join 239.255.255.250");
+        std::exit(1);
+    }
+    in_addr iface{};
+    inet_pton(AF_INET, options.address.c_str(), &iface);
+    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &iface, sizeof iface);
+    return fd;
+}
+
+void serveRawHttp(int listener) {
+    const int client = accept(listener, nullptr, nullptr);
+    if (client < 0) return;
+    if (options.hostile == "http-silent") {
+        // Keeps the connection open and says nothing; the client's deadline must end it.
+        static std::vector<int> held;
+        held.push_back(client);
+        return;
+    }
+    char request[4096];
+    (void)!read(client, request, sizeof request);
+    std::string head = "HTTP/1.1 200 OK\r\nContent-Type: application/soap+xml\r\nConnection: close\r\n\r\n";
+    (void)!write(client, head.data(), head.size());
+    if (options.hostile == "http-huge") {
+        const std::string chunk =
+            "<env:Envelope xmlns:env=\"http://www.w3.org/2003/05/soap-envelope\"><env:Body>" +
+            repeated("<a>", 1000);
+        (void)!write(client, chunk.data(), chunk.size());
+        const std::string filler(65536, 'x');
+        for (int i = 0; i < 64; ++i)
+            if (write(client, filler.data(), filler.size()) < 0) break;
+    } else {
+        const std::string junk = "<<<<not xml" + std::string(100, '\0');
+        (void)!write(client, junk.data(), junk.size());
+    }
+    close(client);
+}
+
+}  // namespace
+
+// The camera's checks: none for GetSystemDateAndTime and GetCapabilities, a UsernameToken for the rest.
+int requireAuth(struct soap* soap) {
+    if (options.user.empty()) return SOAP_OK;
+    const SOAP_ENV__Header* header = soap->header;
+    const wsse__UsernameTokenType* token =
+        header && header->wsse__Security ? header->wsse__Security->UsernameToken : nullptr;
+    bool ok = token && token->Username && token->Password && token->Password->__item && token->Nonce &&
+              token->Nonce->__item && token->wsu__Created && options.user == token->Username;
+    if (ok) {
+        const std::string expected =
+            passwordDigest(base64Decode(token->Nonce->__item), token->wsu__Created, options.password);
+        ok = expected == token->Password->__item;
+    }
+    if (ok) {
+        // The token must be stamped with the camera's clock, within a minute.
+        std::tm tm{};
+        ok = strptime(token->wsu__Created, "%Y-%m-%dT%H:%M:%S", &tm) != nullptr;
+        const auto created = std::chrono::system_clock::from_time_t(timegm(&tm));
+        ok = ok && std::chrono::abs(created - cameraNow()) < std::chrono::seconds(60);
+    }
+    if (ok) return SOAP_OK;
+    return soap_sender_fault_subcode(soap, "ter:NotAuthorized", "Sender not Authorized", nullptr);
+}
+
+int __wsdd__Probe(struct soap*, struct wsdd__ProbeType*) {
+    return SOAP_NO_METHOD;
+}
+int __wsdd__ProbeMatches(struct soap*, struct wsdd__ProbeMatchesType*) {
+    return SOAP_NO_METHOD;
+}
+int __wsdd__Hello(struct soap*, struct wsdd__HelloType*) {
+    return SOAP_NO_METHOD;
+}
+int __wsdd__Bye(struct soap*, struct wsdd__ByeType*) {
+    return SOAP_NO_METHOD;
+}
+
+int __tds__GetSystemDateAndTime(struct soap* soap, struct _tds__GetSystemDateAndTime*,
+                                struct _tds__GetSystemDateAndTimeResponse* response) {
+    const std::time_t now = std::chrono::system_clock::to_time_t(cameraNow());
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    response->SystemDateAndTime = soap_new_tt__SystemDateAndTime(soap);
+    auto* dt = response->SystemDateAndTime->UTCDateTime = soap_new_tt__DateTime(soap);
+    dt->Date = soap_new_tt__Date(soap);
+    dt->Date->Year = utc.tm_year + 1900;
+    dt->Date->Month = utc.tm_mon + 1;
+    dt->Date->Day = utc.tm_mday;
+    dt->Time = soap_new_tt__Time(soap);
+    dt->Time->Hour = utc.tm_hour;
+    dt->Time->Minute = utc.tm_min;
+    dt->Time->Second = utc.tm_sec;
+    return SOAP_OK;
+}
+
+int __tds__GetCapabilities(struct soap* soap, struct _tds__GetCapabilities*,
+                           struct _tds__GetCapabilitiesResponse* response) {
+    response->Capabilities = soap_new_tt__Capabilities(soap);
+    response->Capabilities->Media = soap_new_tt__MediaCapabilities(soap);
+    const std::string media =
+        "http://" + options.address + ":" + std::to_string(options.port) + "/onvif/media_service";
+    response->Capabilities->Media->XAddr = soap_strdup(soap, media.c_str());
+    return SOAP_OK;
+}
+
+int __tds__GetServices(struct soap* soap, struct _tds__GetServices*,
+                       struct _tds__GetServicesResponse* response) {
+    if (int error = requireAuth(soap)) return error;
+    response->__sizeService = 0;
+    return SOAP_OK;
+}
+
+int __tds__GetDeviceInformation(struct soap* soap, struct _tds__GetDeviceInformation*,
+                                struct _tds__GetDeviceInformationResponse* response) {
+    if (int error = requireAuth(soap)) return error;
+    response->Manufacturer = soap_strdup(soap, "devlet");
+    response->Model = soap_strdup(soap, "SimCam");
+    response->FirmwareVersion = soap_strdup(soap, "1.0");
+    response->SerialNumber = soap_strdup(soap, options.uuid.substr(0, 8).c_str());
+    response->HardwareId = soap_strdup(soap, "sim");
+    return SOAP_OK;
+}
+
+int __tds__GetNetworkInterfaces(struct soap* soap, struct _tds__GetNetworkInterfaces*,
+                                struct _tds__GetNetworkInterfacesResponse* response) {
+    if (int error = requireAuth(soap)) return error;
+    response->__sizeNetworkInterfaces = 1;
+    response->NetworkInterfaces = soap_new_tt__NetworkInterface(soap, 1);
+    tt__NetworkInterface& ni = response->NetworkInterfaces[0];
+    ni.token = soap_strdup(soap, "eth0");
+    ni.Enabled = soap_strdup(soap, "true");
+    ni.Info = soap_new_tt__NetworkInterfaceInfo(soap);
+    ni.Info->Name = soap_strdup(soap, "eth0");
+    ni.Info->HwAddress = soap_strdup(soap, options.mac.c_str());
+    ni.IPv4 = soap_new_tt__IPv4NetworkInterface(soap);
+    ni.IPv4->Enabled = soap_strdup(soap, "true");
+    ni.IPv4->Config = soap_new_tt__IPv4Configuration(soap);
+    ni.IPv4->Config->__sizeManual = 1;
+    ni.IPv4->Config->Manual = soap_new_tt__PrefixedIPv4Address(soap, 1);
+    ni.IPv4->Config->Manual[0].Address = soap_strdup(soap, options.address.c_str());
+    ni.IPv4->Config->Manual[0].PrefixLength = 24;
+    return SOAP_OK;
+}
+
+namespace {
+void fillProfile(struct soap* soap, tt__Profile& p, int index) {
+    const char* tokens[] = {"main", "sub"};
+    const int sizes[][2] = {{1920, 1080}, {640, 360}};
+    p.token = soap_strdup(soap, tokens[index]);
+    p.Name = soap_strdup(soap, tokens[index]);
+    p.VideoEncoderConfiguration = soap_new_tt__VideoEncoderConfiguration(soap);
+    p.VideoEncoderConfiguration->token = soap_strdup(soap, tokens[index]);
+    p.VideoEncoderConfiguration->Encoding = soap_strdup(soap, "H264");
+    p.VideoEncoderConfiguration->Resolution = soap_new_tt__VideoResolution(soap);
+    p.VideoEncoderConfiguration->Resolution->Width = sizes[index][0];
+    p.VideoEncoderConfiguration->Resolution->Height = sizes[index][1];
+}
+}  // namespace
+
+int __trt__GetProfiles(struct soap* soap, struct _trt__GetProfiles*,
+                       struct _trt__GetProfilesResponse* response) {
+    if (int error = requireAuth(soap)) return error;
+    response->__sizeProfiles = 2;
+    response->Profiles = soap_new_tt__Profile(soap, 2);
+    for (int i = 0; i < 2; ++i) fillProfile(soap, response->Profiles[i], i);
+    return SOAP_OK;
+}
+
+int __trt__GetProfile(struct soap* soap, struct _trt__GetProfile* request,
+                      struct _trt__GetProfileResponse* response) {
+    if (int error = requireAuth(soap)) return error;
+    const std::string token = request->ProfileToken ? request->ProfileToken : "";
+    if (token != "main" && token != "sub")
+        return soap_sender_fault_subcode(soap, "ter:InvalidArgVal", "No such profile", nullptr);
+    response->Profile = soap_new_tt__Profile(soap);
+    fillProfile(soap, *response->Profile, token == "main" ? 0 : 1);
+    return SOAP_OK;
+}
+
+int __trt__GetStreamUri(struct soap* soap, struct _trt__GetStreamUri* request,
+                        struct _trt__GetStreamUriResponse* response) {
+    if (int error = requireAuth(soap)) return error;
+    const std::string token = request->ProfileToken ? request->ProfileToken : "none";
+    // Like many cameras, the URI carries the credentials; devlet must strip them.
+    const std::string userinfo = options.user.empty() ? "" : options.user + ":" + options.password + "@";
+    const std::string uri = "rtsp://" + userinfo + options.address + ":554/stream/" + token;
+    response->MediaUri = soap_new_tt__MediaUri(soap);
+    response->MediaUri->Uri = soap_strdup(soap, uri.c_str());
+    return SOAP_OK;
+}
+
+int main(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::cerr << "onvif_camera: " << arg << " needs a value\n";
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (arg == "--address")
+            options.address = value();
+        else if (arg == "--port")
+            options.port = std::atoi(value().c_str());
+        else if (arg == "--uuid")
+            options.uuid = value();
+        else if (arg == "--name")
+            options.name = value();
+        else if (arg == "--user")
+            options.user = value();
+        else if (arg == "--password")
+            options.password = value();
+        else if (arg == "--mac")
+            options.mac = value();
+        else if (arg == "--clock-offset")
+            options.clockOffsetSeconds = std::atol(value().c_str());
+        else if (arg == "--hello")
+            options.hello = true;
+        else if (arg == "--no-probe-answers")
+            options.answerProbes = false;
+        else if (arg == "--hostile")
+            options.hostile = value();
+        else if (arg == "--ready-file")
+            options.readyFile = value();
+        else {
+            std::cerr << "usage: onvif_camera --address IP [--port N] [--uuid U] [--name N] [--user U "
+                         "--password P]\n"
+                         "  [--mac M] [--clock-offset S] [--hello] [--no-probe-answers] [--hostile MODE] "
+                         "[--ready-file F]\n";
+            return 2;
+        }
+    }
+    if (options.address.empty()) return 2;
+    std::signal(SIGTERM, onSignal);
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    const int udp = openUdp();
+    struct soap* http = soap_new1(SOAP_C_UTFSTRING);
+    soap_set_namespaces(http, namespaces);
+    http->bind_flags = SO_REUSEADDR;
+    http->accept_timeout = 1;
+    http->recv_timeout = 5;
+    http->send_timeout = 5;
+    if (!soap_valid_socket(soap_bind(http, options.address.c_str(), options.port, 16))) {
+        soap_print_fault(http, stderr);
+        return 1;
+    }
+    if (options.hello) sendMulticast(udp, encodeHello(newMessageId(), endpoint()));
+    if (!options.readyFile.empty()) {
+        const int fd = open(options.readyFile.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd >= 0) close(fd);
+    }
+
+    std::vector<char> buffer(65536);
+    while (!stopping) {
+        pollfd fds[2] = {{udp, POLLIN, 0}, {http->master, POLLIN, 0}};
+        if (poll(fds, 2, 200) <= 0) continue;
+        if (fds[0].revents & POLLIN) {
+            sockaddr_in from{};
+            socklen_t length = sizeof from;
+            const ssize_t n =
+                recvfrom(udp, buffer.data(), buffer.size(), 0, reinterpret_cast<sockaddr*>(&from), &length);
+            if (n > 0 && options.answerProbes)
+                answerProbe(udp, std::string(buffer.data(), std::size_t(n)), from);
+        }
+        if (fds[1].revents & POLLIN) {
+            if (options.hostile.starts_with("http-")) {
+                serveRawHttp(http->master);
+                continue;
+            }
+            if (soap_valid_socket(soap_accept(http))) {
+                soap_serve(http);
+                soap_destroy(http);
+                soap_end(http);
+            }
+        }
+    }
+    if (options.hello) sendMulticast(udp, encodeBye(newMessageId(), endpoint()));
+    soap_free(http);
+    close(udp);
+    return 0;
+}

@@ -1,0 +1,376 @@
+// The onvif probe against simulated cameras, each in its own network namespace on a bridge
+// (and one behind a router), with real multicast, unicast probes and HTTP. The probe runs in
+// this process, its thread and workers moved into the client namespace. Skips without root.
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <boost/asio/io_context.hpp>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "probes/onvif/onvif_handler.h"
+#include "probes/onvif/soap_wire.h"
+#include "runtime/configuration.h"
+#include "tests/probes/onvif/network_lab.h"
+#include "tests/support/temp_dir.h"
+
+namespace devlet::onvif {
+namespace {
+
+using namespace std::chrono_literals;
+
+class RecordingSink : public ProbeSink {
+public:
+    void reportSnapshot(const std::string&, std::vector<Instance> instances) override {
+        snapshot = std::move(instances);
+        ++snapshots;
+    }
+    void reportProbeError(const std::string&, const std::string& message) override { error = message; }
+    std::vector<Instance> snapshot;
+    int snapshots = 0;
+    std::string error;
+};
+
+constexpr const char* kUuidA = "11111111-1111-4111-8111-111111111111";
+constexpr const char* kUuidB = "22222222-2222-4222-8222-222222222222";
+constexpr const char* kUuidC = "33333333-3333-4333-8333-333333333333";
+
+class OnvifProbeTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        lab_ = std::make_unique<test::NetworkLab>();
+        if (!lab_->unavailable().empty()) GTEST_SKIP() << "skipped: " << lab_->unavailable();
+        ASSERT_TRUE(lab_->broken().empty()) << lab_->broken();
+        credentials_ = (dir_.path() / "credentials.yaml").string();
+        devlet::test::writeFile(credentials_,
+                                "default: {username: admin, password: secret}\n"
+                                "cameras:\n"
+                                "  " +
+                                    std::string(kUuidC) + ": {username: viewer, password: other}\n");
+        chmod(credentials_.c_str(), 0600);
+    }
+    void TearDown() override {
+        if (probe_) {
+            probe_->stop();
+            probe_.reset();
+        }
+        handler_.reset();
+        if (lab_) lab_->leave();
+        lab_.reset();
+    }
+
+    // Starts a simulated camera at 192.0.2.<host> (or behind the router) and waits until it listens.
+    pid_t camera(int host, const std::string& uuid, std::vector<std::string> extra = {},
+                 bool remote = false) {
+        std::string& ns = hosts_[host];
+        if (ns.empty()) ns = remote ? lab_->addRemoteHost(host) : lab_->addCameraHost(host);
+        EXPECT_FALSE(ns.empty());
+        const std::string ready = (dir_.path() / ("ready-" + uuid + std::to_string(host))).string();
+        std::filesystem::remove(ready);
+        std::vector<std::string> argv = {ONVIF_CAMERA,
+                                         "--address",
+                                         (remote ? "198.51.100." : "192.0.2.") + std::to_string(host),
+                                         "--uuid",
+                                         uuid,
+                                         "--ready-file",
+                                         ready,
+                                         "--user",
+                                         "admin",
+                                         "--password",
+                                         "secret",
+                                         "--mac",
+                                         "02:00:00:00:00:" + std::to_string(host)};
+        for (std::string& e : extra) argv.push_back(std::move(e));
+        const pid_t pid = lab_->start(ns, argv);
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (!std::filesystem::exists(ready) && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(20ms);
+        EXPECT_TRUE(std::filesystem::exists(ready)) << "camera " << uuid << " did not start";
+        return pid;
+    }
+
+    void startProbe(const std::string& details) {
+        ASSERT_TRUE(lab_->enter());
+        Configuration configuration;
+        configuration.name = "cams";
+        configuration.handler = "onvif";
+        configuration.discoveryDetails = details;
+        handler_ = std::make_unique<OnvifHandler>(4);
+        auto problems = handler_->check(configuration);
+        ASSERT_TRUE(problems.empty()) << problems.front().message;
+        probe_ = handler_->createProbe(configuration, loop_, sink_);
+        probe_->start();
+    }
+
+    std::string details(const std::string& extra = "", int rescanSeconds = 5) const {
+        return "discoveryTimeoutSeconds: 1\n"
+               "interfaces: [br0]\n"
+               "livenessIntervalSeconds: 1\n"
+               "missedChecks: 2\n"
+               "rescanIntervalSeconds: " +
+               std::to_string(rescanSeconds) +
+               "\n"
+               "credentialsFile: " +
+               credentials_ + "\n" + extra;
+    }
+
+    // Runs the loop until `done` holds for the last snapshot, or a generous deadline.
+    bool runUntil(const std::function<bool(const std::vector<Instance>&)>& done,
+                  std::chrono::seconds limit = 30s) {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        while (std::chrono::steady_clock::now() < deadline) {
+            loop_.restart();
+            loop_.run_for(50ms);
+            if (sink_.snapshots > 0 && done(sink_.snapshot)) return true;
+        }
+        return false;
+    }
+    bool runUntilCount(std::size_t count, std::chrono::seconds limit = 30s) {
+        return runUntil([&](const auto& s) { return s.size() == count; }, limit);
+    }
+    const Instance* byUuid(const std::string& uuid) const {
+        for (const Instance& i : sink_.snapshot) {
+            auto it = i.properties.find("ONVIF_DEVICE_UUID");
+            if (it != i.properties.end() && it->second == uuid) return &i;
+        }
+        return nullptr;
+    }
+    std::string describe() const {
+        std::string text;
+        for (const Instance& i : sink_.snapshot) {
+            text += i.id + "\n";
+            for (const auto& [k, v] : i.properties) text += "  " + k + "=" + v + "\n";
+        }
+        return text + (sink_.error.empty() ? "" : "error: " + sink_.error + "\n");
+    }
+
+    devlet::test::TempDir dir_;
+    std::unique_ptr<test::NetworkLab> lab_;
+    std::map<int, std::string> hosts_;  // host number -> namespace
+    std::string credentials_;
+    boost::asio::io_context loop_;
+    RecordingSink sink_;
+    std::unique_ptr<OnvifHandler> handler_;
+    std::unique_ptr<Probe> probe_;
+};
+
+TEST_F(OnvifProbeTest, CamerasOnTheSegmentAreOfferedWithStreamUris) {
+    camera(11, kUuidA);
+    camera(12, kUuidB);
+    startProbe(details());
+    ASSERT_TRUE(runUntilCount(2)) << describe();
+    const Instance* a = byUuid(kUuidA);
+    ASSERT_NE(a, nullptr) << describe();
+    EXPECT_TRUE(a->shared);
+    EXPECT_EQ(a->id, std::string("http://192.0.2.11:8080/onvif/device_service-") + kUuidA);
+    const auto& p = a->properties;
+    EXPECT_EQ(p.at("ONVIF_DEVICE_SERVICE_URL"), "http://192.0.2.11:8080/onvif/device_service");
+    EXPECT_EQ(p.at("ONVIF_DEVICE_IP_ADDRESS"), "192.0.2.11");
+    EXPECT_EQ(p.at("ONVIF_DEVICE_MAC_ADDRESS"), "02:00:00:00:00:11");
+    EXPECT_EQ(p.at("ONVIF_DEVICE_MANUFACTURER"), "devlet");
+    EXPECT_EQ(p.at("ONVIF_DEVICE_MODEL"), "SimCam");
+    // The camera puts its credentials into the URI; devlet does not pass them on.
+    EXPECT_EQ(p.at("ONVIF_STREAM_0_URI"), "rtsp://192.0.2.11:554/stream/main");
+    EXPECT_EQ(p.at("ONVIF_STREAM_0_RESOLUTION"), "1920x1080");
+    EXPECT_EQ(p.at("ONVIF_STREAM_1_URI"), "rtsp://192.0.2.11:554/stream/sub");
+    for (const auto& [key, value] : p) EXPECT_EQ(value.find("secret"), std::string::npos) << key;
+}
+
+TEST_F(OnvifProbeTest, CameraClockOffsetIsUsedForTheDigest) {
+    camera(13, kUuidA, {"--clock-offset", "-86400"});
+    startProbe(details());
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI");
+    })) << describe();
+}
+
+TEST_F(OnvifProbeTest, PerCameraCredentialsWinOverTheDefault) {
+    camera(14, kUuidC, {"--user", "viewer", "--password", "other"});
+    startProbe(details());
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidC) && byUuid(kUuidC)->properties.count("ONVIF_STREAM_0_URI");
+    })) << describe();
+}
+
+TEST_F(OnvifProbeTest, RefusedCredentialsOfferTheCameraWithoutDetails) {
+    camera(15, kUuidA, {"--password", "changed"});
+    startProbe(details());
+    ASSERT_TRUE(runUntilCount(1)) << describe();
+    const auto& p = sink_.snapshot.at(0).properties;
+    EXPECT_EQ(p.count("ONVIF_DEVICE_MAC_ADDRESS"), 0u);
+    EXPECT_EQ(p.count("ONVIF_STREAM_0_URI"), 0u);
+    EXPECT_EQ(p.at("ONVIF_DEVICE_UUID"), kUuidA);
+    EXPECT_NE(sink_.error.find("authentication failed"), std::string::npos) << sink_.error;
+    EXPECT_EQ(sink_.error.find("changed"), std::string::npos);
+}
+
+TEST_F(OnvifProbeTest, RefusedCredentialsHideTheCameraWhenConfigured) {
+    camera(16, kUuidA, {"--password", "changed"});
+    camera(17, kUuidB);
+    startProbe(details("offerUnauthenticated: false\n"));
+    ASSERT_TRUE(runUntil([&](const auto& s) { return s.size() == 1 && byUuid(kUuidB); })) << describe();
+    // Several liveness rounds later the refused camera is still not offered.
+    runUntil([](const auto&) { return false; }, 3s);
+    EXPECT_EQ(sink_.snapshot.size(), 1u) << describe();
+}
+
+TEST_F(OnvifProbeTest, UuidFilterKeepsOnlyTheIncludedCamera) {
+    camera(18, kUuidA);
+    camera(19, kUuidB);
+    startProbe(details(std::string("uuids:\n  action: Include\n  items: [") + kUuidB + "]\n"));
+    ASSERT_TRUE(runUntil([&](const auto& s) { return s.size() == 1 && byUuid(kUuidB); })) << describe();
+    runUntil([](const auto&) { return false; }, 2s);
+    EXPECT_EQ(sink_.snapshot.size(), 1u) << describe();
+}
+
+TEST_F(OnvifProbeTest, MacFilterExcludesACamera) {
+    camera(20, kUuidA);
+    camera(21, kUuidB);
+    startProbe(details("macAddresses:\n  action: Exclude\n  items: ['02:00:00:00:00:20']\n"));
+    ASSERT_TRUE(runUntil([&](const auto& s) { return s.size() == 1 && byUuid(kUuidB); })) << describe();
+}
+
+TEST_F(OnvifProbeTest, CameraOnAnotherSubnetIsFoundOnlyByUnicast) {
+    camera(30, kUuidA, {}, true);
+    camera(22, kUuidB);
+    startProbe(details());
+    ASSERT_TRUE(runUntil([&](const auto& s) { return s.size() == 1 && byUuid(kUuidB); })) << describe();
+    probe_->stop();
+    probe_.reset();
+    sink_ = RecordingSink();
+    startProbe(details("unicastTargets: [198.51.100.0/24]\n"));
+    ASSERT_TRUE(runUntilCount(2)) << describe();
+    ASSERT_NE(byUuid(kUuidA), nullptr);
+    EXPECT_EQ(byUuid(kUuidA)->properties.at("ONVIF_DEVICE_IP_ADDRESS"), "198.51.100.30");
+}
+
+TEST_F(OnvifProbeTest, HelloAddsAndByeRemovesACamera) {
+    startProbe(details("", 3600));
+    ASSERT_TRUE(runUntilCount(0));
+    // The camera answers no Probe: only its Hello can make it known.
+    const pid_t pid = camera(23, kUuidA, {"--hello", "--no-probe-answers"});
+    ASSERT_TRUE(runUntilCount(1)) << describe();
+    lab_->terminate(pid);  // says Bye
+    ASSERT_TRUE(runUntilCount(0)) << describe();
+}
+
+TEST_F(OnvifProbeTest, CameraThatStopsAnsweringLeavesAndComesBackUnchanged) {
+    const pid_t pid = camera(24, kUuidA);
+    startProbe(details());
+    ASSERT_TRUE(runUntilCount(1)) << describe();
+    const Instance before = sink_.snapshot.at(0);
+    lab_->kill(pid);  // no Bye: the liveness checks notice
+    ASSERT_TRUE(runUntilCount(0)) << describe();
+    camera(24, kUuidA);  // the same camera starts again at the same address
+    ASSERT_TRUE(runUntilCount(1)) << describe();
+    EXPECT_EQ(sink_.snapshot.at(0), before);
+}
+
+TEST_F(OnvifProbeTest, NonCameraResponderIsIgnored) {
+    camera(26, kUuidA, {"--hostile", "not-camera", "--hello"});
+    camera(27, kUuidB);
+    startProbe(details());
+    ASSERT_TRUE(runUntil([&](const auto& s) { return s.size() == 1 && byUuid(kUuidB); })) << describe();
+    runUntil([](const auto&) { return false; }, 2s);
+    EXPECT_EQ(sink_.snapshot.size(), 1u) << describe();
+}
+
+// Samba's wsdd, a real third-party WS-Discovery responder (a Windows-style wsdp:Device
+// host): its Hello must not become a camera, and its answers decode as a non-camera.
+TEST_F(OnvifProbeTest, WsddHostIsNotACamera) {
+    if (access("/usr/sbin/wsdd", X_OK) != 0) GTEST_SKIP() << "skipped: Debian's wsdd is not installed";
+    const std::string ns = lab_->addCameraHost(29);
+    ASSERT_FALSE(ns.empty());
+    camera(31, kUuidB);
+    startProbe(details());
+    // Started after the probe listens, so its Hello is heard.
+    lab_->start(ns, {"/usr/sbin/wsdd", "-4", "-i", "eth0", "-n", "wsddhost", "-U",
+                     "55555555-5555-4555-8555-555555555555", "-t"});
+    ASSERT_TRUE(runUntil([&](const auto& s) { return s.size() == 1 && byUuid(kUuidB); })) << describe();
+
+    // Ask wsdd the way Windows does and read its answer with devlet's decoder.
+    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    in_addr bridge{};
+    inet_pton(AF_INET, "192.0.2.1", &bridge);
+    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &bridge, sizeof bridge);
+    sockaddr_in group{};
+    group.sin_family = AF_INET;
+    group.sin_port = htons(3702);
+    inet_pton(AF_INET, "239.255.255.250", &group.sin_addr);
+    std::optional<DiscoveryMessage> answer;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!answer && std::chrono::steady_clock::now() < deadline) {
+        const std::string id = newMessageId();
+        const std::string probe =
+            encodeProbeForType(id, "http://schemas.xmlsoap.org/ws/2006/02/devprof", "Device");
+        sendto(fd, probe.data(), probe.size(), 0, reinterpret_cast<sockaddr*>(&group), sizeof group);
+        pollfd p{fd, POLLIN, 0};
+        while (poll(&p, 1, 500) > 0) {
+            char buffer[65536];
+            const ssize_t n = recv(fd, buffer, sizeof buffer, 0);
+            if (n <= 0) break;
+            std::string error;
+            auto message = decodeDiscovery(std::string_view(buffer, std::size_t(n)), error);
+            if (message && message->kind == DiscoveryKind::ProbeMatches && message->relatesTo == id) {
+                answer = message;
+                break;
+            }
+        }
+        runUntil([](const auto&) { return false; }, 1s);
+    }
+    close(fd);
+    ASSERT_TRUE(answer) << "wsdd did not answer a wsdp:Device Probe";
+    ASSERT_FALSE(answer->endpoints.empty());
+    EXPECT_EQ(endpointUuid(answer->endpoints[0].address), "55555555-5555-4555-8555-555555555555");
+    EXPECT_FALSE(isCamera(answer->endpoints[0].types));
+    EXPECT_EQ(sink_.snapshot.size(), 1u) << describe();
+}
+
+// libonvif's onvif-util, a real third-party ONVIF client, discovers the simulated camera,
+// logs in with the digest and reads its profiles and stream URI: the simulator is faithful.
+TEST_F(OnvifProbeTest, ThirdPartyClientAgreesWithTheSimulatedCamera) {
+    if (access("/usr/bin/onvif-util", X_OK) != 0)
+        GTEST_SKIP() << "skipped: Debian's onvif-tools is not installed";
+    camera(32, kUuidA, {"--port", "80", "--name", "Porch"});
+    const std::string found = lab_->output("timeout 20 onvif-util -a");
+    EXPECT_NE(found.find("192.0.2.32"), std::string::npos) << found;
+    const std::string session = lab_->output(
+        "printf \"get profiles\\nget rtsp\\nquit\\n\" | timeout 20 onvif-util -u admin -p secret 192.0.2.32");
+    EXPECT_NE(session.find("Token 0: main"), std::string::npos) << session;
+    EXPECT_NE(session.find(":554/stream/main"), std::string::npos) << session;
+    const std::string refused = lab_->output(
+        "printf \"get profiles\\nquit\\n\" | timeout 20 onvif-util -u admin -p wrong 192.0.2.32");
+    EXPECT_NE(refused.find("NotAuthorized"), std::string::npos) << refused;
+}
+
+TEST_F(OnvifProbeTest, HostileRespondersDoNotStopDiscovery) {
+    int host = 40;
+    for (const char* mode : {"udp-garbage", "udp-wrong-relates", "udp-many-xaddrs", "udp-bomb",
+                             "http-garbage", "http-huge", "http-silent"}) {
+        camera(host, "44444444-4444-4444-8444-0000000000" + std::to_string(host), {"--hostile", mode});
+        ++host;
+    }
+    camera(28, kUuidB);
+    startProbe(details());
+    ASSERT_TRUE(runUntil([&](const auto& s) { return s.size() == 1 && byUuid(kUuidB); })) << describe();
+    // Liveness rounds against the hostile ones go on; the good camera stays, nothing else comes.
+    runUntil([](const auto&) { return false; }, 5s);
+    EXPECT_EQ(sink_.snapshot.size(), 1u) << describe();
+    EXPECT_NE(byUuid(kUuidB), nullptr);
+}
+
+}  // namespace
+}  // namespace devlet::onvif

@@ -1,0 +1,260 @@
+// WS-Discovery messages through the generated gSOAP serializers, the UsernameToken digest,
+// credentials files, and hostile datagrams that must be refused without harm.
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "probes/onvif/credentials.h"
+#include "probes/onvif/onvif_client.h"
+#include "probes/onvif/soap_wire.h"
+#include "probes/onvif/username_token.h"
+#include "tests/support/temp_dir.h"
+
+namespace devlet::onvif {
+namespace {
+
+const std::string kNvt = std::string("{") + kOnvifNetworkNamespace + "}NetworkVideoTransmitter";
+
+DiscoveredEndpoint cameraEndpoint() {
+    DiscoveredEndpoint e;
+    e.address = "urn:uuid:3fa1fe68-b915-4053-a3e1-ac15a21f5f91";
+    e.types = {kNvt};
+    e.scopes = {"onvif://www.onvif.org/name/Lobby", "onvif://www.onvif.org/hardware/Cam1"};
+    e.xaddrs = {"http://192.0.2.10:8080/onvif/device_service"};
+    e.metadataVersion = 3;
+    return e;
+}
+
+TEST(UsernameToken, MatchesTheOnvifSpecificationExample) {
+    // ONVIF Application Programmer's Guide, 6.1.1.3.
+    const std::string nonce = base64Decode("LKqI6G/AikKCQrN0zqZFlg==");
+    EXPECT_EQ(passwordDigest(nonce, "2010-09-16T07:50:45Z", "userpassword"), "tuOSpGlFlIXsozq4HFNeeGeFLEI=");
+}
+
+TEST(UsernameToken, CreatedUsesTheCameraClock) {
+    const auto token = makeUsernameToken("admin", "pw", std::chrono::hours(24 * 365 * 10));
+    EXPECT_EQ(token.username, "admin");
+    EXPECT_EQ(token.created.size(), 24u);
+    EXPECT_EQ(token.created.back(), 'Z');
+    EXPECT_GT(token.created,
+              formatCreated(std::chrono::system_clock::now() + std::chrono::hours(24 * 365 * 9)));
+    EXPECT_EQ(token.passwordDigest, passwordDigest(base64Decode(token.nonce), token.created, "pw"));
+}
+
+TEST(UsernameToken, Base64RoundTrips) {
+    for (const std::string& text :
+         std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)})
+        EXPECT_EQ(base64Decode(base64Encode(text)), text);
+}
+
+TEST(DiscoveryWire, ProbeDeclaresTheOnvifNamespace) {
+    const std::string probe = encodeProbe("uuid:1234");
+    EXPECT_NE(probe.find("NetworkVideoTransmitter"), std::string::npos);
+    EXPECT_NE(probe.find("=\"http://www.onvif.org/ver10/network/wsdl\""), std::string::npos) << probe;
+    EXPECT_NE(probe.find("http://schemas.xmlsoap.org/ws/2005/04/discovery/Probe"), std::string::npos);
+    EXPECT_NE(probe.find("urn:schemas-xmlsoap-org:ws:2005:04:discovery"), std::string::npos);
+    std::string error;
+    auto decoded = decodeDiscovery(probe, error);
+    ASSERT_TRUE(decoded) << error;
+    EXPECT_EQ(decoded->kind, DiscoveryKind::Probe);
+    EXPECT_EQ(decoded->messageId, "uuid:1234");
+    EXPECT_EQ(decoded->probeTypes, std::vector<std::string>{kNvt});
+}
+
+TEST(DiscoveryWire, ProbeMatchesRoundTrip) {
+    const std::string text = encodeProbeMatches("uuid:m1", "uuid:p1", {cameraEndpoint()});
+    std::string error;
+    auto decoded = decodeDiscovery(text, error);
+    ASSERT_TRUE(decoded) << error;
+    EXPECT_EQ(decoded->kind, DiscoveryKind::ProbeMatches);
+    EXPECT_EQ(decoded->messageId, "uuid:m1");
+    EXPECT_EQ(decoded->relatesTo, "uuid:p1");
+    ASSERT_EQ(decoded->endpoints.size(), 1u);
+    EXPECT_EQ(decoded->endpoints[0], cameraEndpoint());
+}
+
+TEST(DiscoveryWire, HelloAndByeRoundTrip) {
+    std::string error;
+    auto hello = decodeDiscovery(encodeHello("uuid:h", cameraEndpoint()), error);
+    ASSERT_TRUE(hello) << error;
+    EXPECT_EQ(hello->kind, DiscoveryKind::Hello);
+    EXPECT_EQ(hello->endpoints.at(0), cameraEndpoint());
+    auto bye = decodeDiscovery(encodeBye("uuid:b", cameraEndpoint()), error);
+    ASSERT_TRUE(bye) << error;
+    EXPECT_EQ(bye->kind, DiscoveryKind::Bye);
+    EXPECT_EQ(bye->endpoints.at(0).address, cameraEndpoint().address);
+}
+
+// A ProbeMatches as a camera writes it by hand: other prefixes, SOAP 1.2, the type's
+// namespace declared on the element.
+const char* kForeignMatch = R"(<?xml version="1.0" encoding="UTF-8"?>
+<env:Envelope xmlns:env="http://www.w3.org/2003/05/soap-envelope"
+ xmlns:a="http://schemas.xmlsoap.org/ws/2004/08/addressing"
+ xmlns:d="http://schemas.xmlsoap.org/ws/2005/04/discovery"
+ xmlns:dn="http://www.onvif.org/ver10/network/wsdl">
+<env:Header><a:MessageID>uuid:x1</a:MessageID><a:RelatesTo>uuid:p1</a:RelatesTo>
+<a:To>http://schemas.xmlsoap.org/ws/2004/08/addressing/role/anonymous</a:To>
+<a:Action>http://schemas.xmlsoap.org/ws/2005/04/discovery/ProbeMatches</a:Action></env:Header>
+<env:Body><d:ProbeMatches><d:ProbeMatch>
+<a:EndpointReference><a:Address>urn:uuid:AAAA</a:Address></a:EndpointReference>
+<d:Types>dn:NetworkVideoTransmitter</d:Types>
+<d:Scopes>onvif://www.onvif.org/type/video_encoder onvif://www.onvif.org/name/X</d:Scopes>
+<d:XAddrs>http://192.0.2.20/onvif/device_service http://[2001:db8::20]/onvif/device_service</d:XAddrs>
+<d:MetadataVersion>1</d:MetadataVersion><d:Unknown>skipped</d:Unknown>
+</d:ProbeMatch></d:ProbeMatches></env:Body></env:Envelope>)";
+
+TEST(DiscoveryWire, CameraWrittenProbeMatchIsRead) {
+    std::string error;
+    auto decoded = decodeDiscovery(kForeignMatch, error);
+    ASSERT_TRUE(decoded) << error;
+    ASSERT_EQ(decoded->endpoints.size(), 1u);
+    const DiscoveredEndpoint& e = decoded->endpoints[0];
+    EXPECT_EQ(e.types, std::vector<std::string>{kNvt});
+    EXPECT_TRUE(isCamera(e.types));
+    EXPECT_EQ(e.xaddrs.size(), 2u);
+    EXPECT_EQ(e.scopes.size(), 2u);
+}
+
+TEST(DiscoveryWire, WsdpDeviceHostIsNotACamera) {
+    std::string text = kForeignMatch;
+    text.replace(text.find("dn:NetworkVideoTransmitter"), std::string("dn:NetworkVideoTransmitter").size(),
+                 "wsdp:Device");
+    text.replace(text.find("xmlns:dn="), 0, "xmlns:wsdp=\"http://schemas.xmlsoap.org/ws/2006/02/devprof\" ");
+    std::string error;
+    auto decoded = decodeDiscovery(text, error);
+    ASSERT_TRUE(decoded) << error;
+    EXPECT_FALSE(isCamera(decoded->endpoints.at(0).types));
+}
+
+std::string withXAddrs(std::size_t count) {
+    std::string xaddrs;
+    for (std::size_t i = 0; i < count; ++i)
+        xaddrs += "http://192.0.2." + std::to_string(i % 250) + "/x" + std::to_string(i) + " ";
+    std::string text = kForeignMatch;
+    const auto start = text.find("<d:XAddrs>") + 10;
+    text.replace(start, text.find("</d:XAddrs>") - start, xaddrs);
+    return text;
+}
+
+TEST(DiscoveryWireHostile, TenThousandXAddrsAreCut) {
+    std::string error;
+    auto decoded = decodeDiscovery(withXAddrs(2000), error);  // 10,000 do not fit a datagram
+    if (decoded) {
+        EXPECT_LE(decoded->endpoints.at(0).xaddrs.size(), kMaxXAddrsPerEndpoint);
+    }
+    std::string huge = withXAddrs(10000);
+    EXPECT_GT(huge.size(), kMaxDatagram);
+    EXPECT_FALSE(decodeDiscovery(huge, error));
+}
+
+TEST(DiscoveryWireHostile, InvalidXAddrsAreDropped) {
+    std::string text = kForeignMatch;
+    const auto start = text.find("<d:XAddrs>") + 10;
+    text.replace(start, text.find("</d:XAddrs>") - start, "javascript:alert(1) file:///etc/passwd http:// ");
+    std::string error;
+    auto decoded = decodeDiscovery(text, error);
+    ASSERT_TRUE(decoded) << error;
+    EXPECT_TRUE(decoded->endpoints.at(0).xaddrs.empty());
+}
+
+TEST(DiscoveryWireHostile, ManyMatchesAreCut) {
+    std::string matches;
+    for (int i = 0; i < 300; ++i)
+        matches +=
+            "<d:ProbeMatch><a:EndpointReference><a:Address>urn:uuid:" + std::to_string(i) +
+            "</a:Address></a:EndpointReference><d:MetadataVersion>1</d:MetadataVersion></d:ProbeMatch>";
+    std::string text = kForeignMatch;
+    const auto start = text.find("<d:ProbeMatch>");
+    const auto end = text.find("</d:ProbeMatches>");
+    text.replace(start, end - start, matches);
+    std::string error;
+    auto decoded = decodeDiscovery(text, error);
+    ASSERT_TRUE(decoded) << error;
+    EXPECT_LE(decoded->endpoints.size(), kMaxEndpointsPerMessage);
+}
+
+class HostileDatagram : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HostileDatagram, IsRefusedWithAMessage) {
+    std::string error;
+    EXPECT_FALSE(decodeDiscovery(GetParam(), error));
+    EXPECT_FALSE(error.empty());
+}
+
+std::string deepNesting() {
+    std::string text = "<env:Envelope xmlns:env=\"http://www.w3.org/2003/05/soap-envelope\"><env:Body>";
+    for (int i = 0; i < 5000; ++i) text += "<a>";
+    return text;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Inputs, HostileDatagram,
+    ::testing::Values(std::string(), std::string("not xml at all"), std::string("<"), std::string(1000, '<'),
+                      std::string("\0\0\0\xff", 4), std::string(kForeignMatch).substr(0, 400),
+                      // Billion laughs: gSOAP refuses DTDs.
+                      std::string("<?xml version=\"1.0\"?><!DOCTYPE lolz [<!ENTITY lol \"lol\"><!ENTITY lol2 "
+                                  "\"&lol;&lol;&lol;&lol;&lol;&lol;\">]><env:Envelope "
+                                  "xmlns:env=\"http://www.w3.org/2003/05/soap-envelope\"><env:Body>&lol2;"
+                                  "</env:Body></env:Envelope>"),
+                      // The right element names in the wrong namespace.
+                      std::string("<env:Envelope xmlns:env=\"http://www.w3.org/2003/05/soap-envelope\" "
+                                  "xmlns:d=\"urn:not-discovery\"><env:Body><d:ProbeMatches/></env:Body>"
+                                  "</env:Envelope>"),
+                      // Not a SOAP envelope.
+                      std::string("<Envelope><Body><ProbeMatches/></Body></Envelope>"), deepNesting(),
+                      std::string(kMaxDatagram + 1, ' ')));
+
+TEST(StreamUri, CredentialsAreRemoved) {
+    EXPECT_EQ(withoutCredentials("rtsp://admin:secret@192.0.2.10:554/main"), "rtsp://192.0.2.10:554/main");
+    EXPECT_EQ(withoutCredentials("rtsp://192.0.2.10/main?x=1"), "rtsp://192.0.2.10/main?x=1");
+    EXPECT_EQ(withoutCredentials("rtsp://u@h"), "rtsp://h");
+    EXPECT_EQ(withoutCredentials("javascript:alert(1)"), "");
+    EXPECT_EQ(withoutCredentials("rtsp://host/a b"), "");
+}
+
+TEST(Credentials, DefaultAndPerCameraEntries) {
+    CredentialStore store;
+    ASSERT_TRUE(
+        CredentialStore::parse("default: {username: admin, password: d}\n"
+                               "cameras:\n"
+                               "  3FA1FE68-b915-4053-a3e1-ac15a21f5f91: {username: u1, password: p1}\n"
+                               "  192.0.2.11: {username: u2, password: p2}\n"
+                               "  00:11:22:aa:bb:cc: {username: u3, password: p3}\n",
+                               "test", store));
+    EXPECT_EQ(store.find("3fa1fe68-b915-4053-a3e1-ac15a21f5f91", "192.0.2.10", "")->username, "u1");
+    EXPECT_EQ(store.find("other", "192.0.2.11", "")->username, "u2");
+    EXPECT_EQ(store.find("other", "192.0.2.12", "00:11:22:AA:BB:CC")->username, "u3");
+    EXPECT_EQ(store.find("other", "192.0.2.12", "")->username, "admin");
+}
+
+TEST(Credentials, ErrorsNeverQuoteAPassword) {
+    CredentialStore store;
+    Outcome bad = CredentialStore::parse("default: {username: admin, pasword: hunter2}\n", "test", store);
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().find("hunter2"), std::string::npos) << bad.error();
+    EXPECT_NE(bad.error().find("did you mean \"password\""), std::string::npos) << bad.error();
+    Outcome broken =
+        CredentialStore::parse("default: {username: admin, password: \"hunter2\n", "test", store);
+    ASSERT_FALSE(broken);
+    EXPECT_EQ(broken.error().find("hunter2"), std::string::npos) << broken.error();
+}
+
+TEST(Credentials, FileReadableByOthersIsRefused) {
+    test::TempDir dir;
+    const std::string path = (dir.path() / "credentials.yaml").string();
+    test::writeFile(path, "default: {username: admin, password: pw}\n");
+    chmod(path.c_str(), 0644);
+    CredentialStore store;
+    Outcome refused = CredentialStore::load(path, store);
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().find("chmod 600"), std::string::npos);
+    chmod(path.c_str(), 0600);
+    ASSERT_TRUE(CredentialStore::load(path, store));
+    EXPECT_EQ(store.find("", "", "")->username, "admin");
+}
+
+}  // namespace
+}  // namespace devlet::onvif
