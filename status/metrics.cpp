@@ -1,0 +1,208 @@
+#include "status/metrics.h"
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include <unistd.h>
+
+#include "status/status_report.h"
+
+namespace devlet::status {
+
+namespace {
+
+using Labels = std::vector<std::pair<std::string_view, std::string_view>>;
+
+class Exposition {
+public:
+    void family(std::string_view name, std::string_view type, std::string_view help) {
+        out_.append("# HELP ").append(name).append(" ").append(help).append("\n");
+        out_.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+    }
+    void sample(std::string_view name, const Labels& labels, double value) {
+        out_.append(name);
+        if (!labels.empty()) {
+            out_.append("{");
+            for (std::size_t i = 0; i < labels.size(); ++i) {
+                if (i) out_.append(",");
+                out_.append(labels[i].first)
+                    .append("=\"")
+                    .append(escapeLabelValue(labels[i].second))
+                    .append("\"");
+            }
+            out_.append("}");
+        }
+        char buffer[64];
+        auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
+        out_.append(" ")
+            .append(ec == std::errc() ? std::string_view(buffer, end - buffer) : "NaN")
+            .append("\n");
+    }
+    void sample(std::string_view name, double value) { sample(name, {}, value); }
+    std::string take() { return std::move(out_); }
+
+private:
+    std::string out_;
+};
+
+std::string readWhole(const char* path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+}  // namespace
+
+std::string escapeLabelValue(std::string_view value) {
+    std::string out;
+    out.reserve(value.size());
+    for (char c : value) {
+        if (c == '\\') {
+            out += "\\\\";
+        } else if (c == '"') {
+            out += "\\\"";
+        } else if (c == '\n') {
+            out += "\\n";
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+ProcessStats readProcessStats() {
+    ProcessStats p;
+    const long ticks = ::sysconf(_SC_CLK_TCK);
+    const long page = ::sysconf(_SC_PAGESIZE);
+    const std::string stat = readWhole("/proc/self/stat");
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    if (const auto close = stat.rfind(')'); close != std::string::npos && ticks > 0) {
+        std::istringstream fields(stat.substr(close + 2));
+        std::vector<std::string> f;
+        for (std::string field; fields >> field;) f.push_back(field);
+        // f[0] is field 3 (state): utime 14, stime 15, starttime 22, vsize 23, rss 24.
+        if (f.size() > 21) {
+            try {
+                p.cpuSeconds = static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) / ticks;
+                const double startedAfterBoot = static_cast<double>(std::stoull(f[19])) / ticks;
+                p.virtualBytes = std::stoull(f[20]);
+                p.residentBytes = std::stoull(f[21]) * static_cast<std::uint64_t>(page);
+                std::istringstream procStat(readWhole("/proc/stat"));
+                for (std::string line; std::getline(procStat, line);) {
+                    if (line.rfind("btime ", 0) == 0)
+                        p.startTimeSeconds = std::stod(line.substr(6)) + startedAfterBoot;
+                }
+            } catch (const std::exception&) {
+                // A kernel with another layout: the figures stay zero.
+            }
+        }
+    }
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+        ++p.openFds;
+    }
+    std::istringstream limits(readWhole("/proc/self/limits"));
+    for (std::string line; std::getline(limits, line);) {
+        if (line.rfind("Max open files", 0) != 0) continue;
+        std::istringstream words(line.substr(14));
+        std::string soft;
+        words >> soft;
+        std::uint64_t value = 0;
+        if (std::from_chars(soft.data(), soft.data() + soft.size(), value).ec == std::errc())
+            p.maxFds = value;
+    }
+    return p;
+}
+
+std::string metricsText(const StatusSnapshot& s, const ServerCounters& server, const ProcessStats& process) {
+    Exposition e;
+    e.family("devlet_build_info", "gauge", "Always 1; the labels say which devlet runs on which node.");
+    e.sample("devlet_build_info", {{"version", s.daemon.version}, {"node", s.daemon.nodeName}}, 1);
+    e.family("devlet_ready", "gauge", "1 when /readyz answers 200.");
+    e.sample("devlet_ready", readiness(s).ready ? 1 : 0);
+
+    e.family("devlet_kubelet_state", "gauge", "1 for the kubelet connection's current state.");
+    for (auto state : {KubeletStatus::State::Waiting, KubeletStatus::State::Registering,
+                       KubeletStatus::State::Connected}) {
+        const std::string name = kubeletStateName(state);
+        e.sample("devlet_kubelet_state", {{"state", name}}, s.kubelet.state == state ? 1 : 0);
+    }
+    e.family("devlet_plugins_offered", "gauge", "Device plugins (resources) devlet offers.");
+    e.sample("devlet_plugins_offered", static_cast<double>(s.kubelet.pluginsOffered));
+    e.family("devlet_plugins_registered", "gauge", "Device plugins registered with the kubelet now.");
+    e.sample("devlet_plugins_registered", static_cast<double>(s.kubelet.pluginsRegistered));
+    e.family("devlet_pod_resources_up", "gauge",
+             "0 while the kubelet's PodResources API does not answer (held slots are not released).");
+    e.sample("devlet_pod_resources_up", s.kubelet.podResourcesError.empty() ? 1 : 0);
+
+    e.family("devlet_configurations", "gauge", "Configurations running.");
+    e.sample("devlet_configurations", static_cast<double>(s.configurations.size()));
+    e.family("devlet_configuration_errors", "gauge", "Problems in the configuration files (ignored parts).");
+    e.sample("devlet_configuration_errors", static_cast<double>(s.daemon.configurationErrors.size()));
+
+    e.family("devlet_probe_up", "gauge",
+             "1 while a configuration's discovery works, 0 while it reports an error.");
+    for (const ConfigurationStatus& c : s.configurations)
+        e.sample("devlet_probe_up", {{"configuration", c.name}, {"handler", c.handler}},
+                 c.probeError.empty() ? 1 : 0);
+
+    e.family("devlet_instances", "gauge",
+             "Instances by configuration and health (healthy, unhealthy, withdrawn).");
+    for (const ConfigurationStatus& c : s.configurations) {
+        std::map<std::string, std::size_t> byHealth{{"healthy", 0}, {"unhealthy", 0}, {"withdrawn", 0}};
+        for (const InstanceStatus& i : c.instances) ++byHealth[instanceHealth(i)];
+        for (const auto& [health, n] : byHealth)
+            e.sample("devlet_instances", {{"configuration", c.name}, {"health", health}},
+                     static_cast<double>(n));
+    }
+    e.family("devlet_slots", "gauge", "Capacity slots by configuration and state (free, held, unavailable).");
+    for (const ConfigurationStatus& c : s.configurations) {
+        std::map<std::string, std::size_t> byState{{"free", 0}, {"held", 0}, {"unavailable", 0}};
+        for (const InstanceStatus& i : c.instances) {
+            for (const SlotStatus& slot : i.slots) {
+                if (!slot.holderResource.empty()) {
+                    ++byState["held"];
+                } else if (i.present && i.offered && slot.withinCapacity) {
+                    ++byState["free"];
+                } else {
+                    ++byState["unavailable"];
+                }
+            }
+        }
+        for (const auto& [state, n] : byState)
+            e.sample("devlet_slots", {{"configuration", c.name}, {"state", state}}, static_cast<double>(n));
+    }
+
+    e.family("devlet_http_responses_total", "counter", "Status server responses by HTTP status code.");
+    for (const auto& [code, n] : server.responses)
+        e.sample("devlet_http_responses_total", {{"code", std::to_string(code)}}, static_cast<double>(n));
+    e.family("devlet_http_connections_total", "counter", "Status server connections accepted.");
+    e.sample("devlet_http_connections_total", static_cast<double>(server.connectionsAccepted));
+    e.family("devlet_http_connections_refused_total", "counter",
+             "Status server connections closed at once because too many were open.");
+    e.sample("devlet_http_connections_refused_total", static_cast<double>(server.connectionsRefused));
+    e.family("devlet_http_connections_open", "gauge", "Status server connections open now.");
+    e.sample("devlet_http_connections_open", static_cast<double>(server.connectionsOpen));
+
+    e.family("process_cpu_seconds_total", "counter", "User and system CPU time spent in seconds.");
+    e.sample("process_cpu_seconds_total", process.cpuSeconds);
+    e.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    e.sample("process_resident_memory_bytes", static_cast<double>(process.residentBytes));
+    e.family("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+    e.sample("process_virtual_memory_bytes", static_cast<double>(process.virtualBytes));
+    e.family("process_open_fds", "gauge", "Number of open file descriptors.");
+    e.sample("process_open_fds", static_cast<double>(process.openFds));
+    e.family("process_max_fds", "gauge", "Maximum number of open file descriptors.");
+    e.sample("process_max_fds", static_cast<double>(process.maxFds));
+    e.family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.");
+    e.sample("process_start_time_seconds", process.startTimeSeconds);
+    return e.take();
+}
+
+}  // namespace devlet::status

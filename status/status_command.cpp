@@ -1,0 +1,286 @@
+#include "status/status_command.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+#include "runtime/settings.h"
+#include "status/status_server.h"
+
+namespace devlet::status {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: devlet status [--json] [--listen ADDR:PORT] [--config FILE] [--token-file FILE]\n"
+    "       devlet instances [--json] [--listen ADDR:PORT] [--config FILE] [--token-file FILE]\n";
+
+std::string text(const json::value* v) {
+    if (!v || v->is_null()) return "";
+    if (v->is_string()) return std::string(v->as_string());
+    if (v->is_bool()) return v->as_bool() ? "yes" : "no";
+    return json::serialize(*v);
+}
+
+std::string field(const json::object& o, std::string_view key) {
+    return text(o.if_contains(key));
+}
+
+const json::array& arrayAt(const json::object& o, std::string_view key) {
+    static const json::array kEmpty;
+    const json::value* v = o.if_contains(key);
+    return v && v->is_array() ? v->as_array() : kEmpty;
+}
+
+const json::object& objectAt(const json::object& o, std::string_view key) {
+    static const json::object kEmpty;
+    const json::value* v = o.if_contains(key);
+    return v && v->is_object() ? v->as_object() : kEmpty;
+}
+
+// Columns padded to their widest cell; the last column is not padded.
+void printTable(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
+    std::vector<std::size_t> widths;
+    for (const auto& row : rows) {
+        widths.resize(std::max(widths.size(), row.size()));
+        for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+    }
+    for (const auto& row : rows) {
+        std::string line;
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            line += row[i];
+            if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out << line << "\n";
+    }
+}
+
+std::string duration(std::int64_t seconds) {
+    if (seconds < 120) return std::to_string(seconds) + "s";
+    if (seconds < 7200) return std::to_string(seconds / 60) + "m";
+    if (seconds < 172800) return std::to_string(seconds / 3600) + "h";
+    return std::to_string(seconds / 86400) + "d";
+}
+
+void printStatus(const json::object& doc) {
+    const json::object& daemon = objectAt(doc, "daemon");
+    const json::object& kubelet = objectAt(doc, "kubelet");
+    const json::object& summary = objectAt(doc, "summary");
+    const json::value* uptime = daemon.if_contains("uptimeSeconds");
+    std::cout << "devlet " << field(daemon, "version") << " on node " << field(daemon, "node") << ", up "
+              << duration(uptime && uptime->is_int64() ? uptime->as_int64() : 0) << "\n";
+    std::cout << field(summary, "text") << "\n";
+    std::cout << "kubelet: " << field(kubelet, "state") << " (" << field(kubelet, "kubeletSocket") << "), "
+              << field(kubelet, "pluginsRegistered") << " of " << field(kubelet, "pluginsOffered")
+              << " plugins registered";
+    if (!field(kubelet, "podResourcesError").empty())
+        std::cout << "; PodResources: " << field(kubelet, "podResourcesError");
+    std::cout << "\n";
+    const bool ready =
+        summary.if_contains("ready") && summary.at("ready").is_bool() && summary.at("ready").as_bool();
+    std::cout << "ready: " << (ready ? "yes" : "no");
+    for (const json::value& reason : arrayAt(summary, "notReadyReasons")) std::cout << "; " << text(&reason);
+    std::cout << "\n";
+    for (const json::value& error : arrayAt(daemon, "configurationErrors"))
+        std::cout << "configuration error: " << text(&error) << "\n";
+
+    std::vector<std::vector<std::string>> rows = {
+        {"CONFIGURATION", "HANDLER", "RESOURCE", "INSTANCES", "HEALTHY", "SLOTS IN USE", "PROBLEMS"}};
+    for (const json::value& v : arrayAt(doc, "configurations")) {
+        if (!v.is_object()) continue;
+        const json::object& c = v.as_object();
+        const json::object& n = objectAt(c, "counts");
+        std::string problems;
+        for (const json::value& p : arrayAt(c, "problems"))
+            problems += (problems.empty() ? "" : "; ") + text(&p);
+        rows.push_back({field(c, "name"), field(c, "handler"), field(c, "resource"), field(n, "instances"),
+                        field(n, "healthy"), field(n, "slotsInUse") + "/" + field(n, "slots"),
+                        problems.empty() ? "-" : problems});
+    }
+    std::cout << "\n";
+    printTable(std::cout, rows);
+}
+
+void printInstances(const json::object& doc) {
+    std::vector<std::vector<std::string>> rows = {
+        {"INSTANCE", "CONFIGURATION", "HEALTH", "SLOTS", "HELD BY", "ID", "WHY NOT OFFERED"}};
+    for (const json::value& v : arrayAt(doc, "instances")) {
+        if (!v.is_object()) continue;
+        const json::object& i = v.as_object();
+        std::string holders;
+        std::size_t held = 0;
+        const json::array& slots = arrayAt(i, "slots");
+        for (const json::value& s : slots) {
+            if (!s.is_object()) continue;
+            const json::object& holder = objectAt(s.as_object(), "holder");
+            if (holder.empty()) continue;
+            ++held;
+            const std::string pod = field(holder, "pod");
+            const std::string ns = field(holder, "namespace");
+            holders += (holders.empty() ? "" : ", ") +
+                       (pod.empty() ? std::string("?") : (ns.empty() ? "" : ns + "/") + pod);
+        }
+        rows.push_back({field(i, "name"), field(i, "configuration"), field(i, "health"),
+                        std::to_string(held) + "/" + std::to_string(slots.size()),
+                        holders.empty() ? "-" : holders, field(i, "id"),
+                        field(i, "reason").empty() ? "-" : field(i, "reason")});
+    }
+    printTable(std::cout, rows);
+}
+
+std::string readToken(const std::string& file, bool required, std::string& error) {
+    std::ifstream in(file);
+    if (!in) {
+        if (required) error = "cannot read the token file " + file;
+        return {};
+    }
+    std::stringstream s;
+    s << in.rdbuf();
+    std::string token = s.str();
+    while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' '))
+        token.pop_back();
+    return token;
+}
+
+}  // namespace
+
+HttpAnswer httpGet(const std::string& listen, const std::string& target, const std::string& token,
+                   int timeoutMs) {
+    HttpAnswer answer;
+    std::string address;
+    unsigned short port = 0;
+    if (!splitListen(listen, address, port)) {
+        answer.error = "\"" + listen + "\" is not ADDRESS:PORT";
+        return answer;
+    }
+    if (address == "0.0.0.0") address = "127.0.0.1";
+    if (address == "::") address = "::1";
+    beast::error_code ec;
+    const asio::ip::address ip = asio::ip::make_address(address, ec);
+    if (ec) {
+        answer.error = "\"" + address + "\" is not an IP address";
+        return answer;
+    }
+    asio::io_context io;
+    beast::tcp_stream stream(io);
+    beast::flat_buffer buffer;
+    http::request<http::empty_body> request{http::verb::get, target, 11};
+    request.set(http::field::host, listen);
+    request.set(http::field::user_agent, "devlet");
+    if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(256 * 1024 * 1024);
+    stream.expires_after(std::chrono::milliseconds(timeoutMs));
+    stream.async_connect(tcp::endpoint(ip, port), [&](beast::error_code connected) {
+        if (connected) {
+            answer.error = connected.message();
+            return;
+        }
+        http::async_write(stream, request, [&](beast::error_code written, std::size_t) {
+            if (written) {
+                answer.error = written.message();
+                return;
+            }
+            http::async_read(stream, buffer, parser, [&](beast::error_code read, std::size_t) {
+                if (read) {
+                    answer.error = read.message();
+                    return;
+                }
+                answer.status = static_cast<int>(parser.get().result_int());
+                answer.body = std::move(parser.get().body());
+            });
+        });
+    });
+    io.run();
+    return answer;
+}
+
+int statusCommand(const std::string& command, const std::vector<std::string>& args) {
+    bool asJson = false;
+    std::optional<std::string> listen;
+    std::optional<std::string> tokenFile;
+    SettingsOverrides overrides;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        auto value = [&](std::optional<std::string>& target) {
+            if (i + 1 >= args.size()) return false;
+            target = args[++i];
+            return true;
+        };
+        if (arg == "--json") {
+            asJson = true;
+        } else if (arg == "--listen") {
+            if (!value(listen)) return std::cerr << "devlet: --listen needs a value\n" << kUsage, 2;
+        } else if (arg == "--config") {
+            if (!value(overrides.configFile))
+                return std::cerr << "devlet: --config needs a value\n" << kUsage, 2;
+        } else if (arg == "--token-file") {
+            if (!value(tokenFile)) return std::cerr << "devlet: --token-file needs a value\n" << kUsage, 2;
+        } else {
+            std::cerr << "devlet: unknown option for " << command << ": " << arg << "\n" << kUsage;
+            return 2;
+        }
+    }
+    if (!listen) {
+        // The address the daemon listens on comes from the same settings file.
+        LoadedSettings settings = loadSettings(overrides);
+        if (!settings.problems.empty()) {
+            std::cerr << "devlet: " << settings.problems.front().str() << "\n";
+            return 2;
+        }
+        listen = settings.settings.listen;
+    }
+    std::string error;
+    const std::string token = readToken(tokenFile.value_or(defaultTokenFile()), tokenFile.has_value(), error);
+    if (!error.empty()) {
+        std::cerr << "devlet: " << error << "\n";
+        return 1;
+    }
+    const std::string target = command == "instances" ? "/api/v1/instances" : "/api/v1/status";
+    const HttpAnswer answer = httpGet(*listen, target, token);
+    if (answer.status == 0) {
+        std::cerr << "devlet: cannot read the status server at http://" << *listen << target << ": "
+                  << answer.error << "; is devlet running (systemctl status devlet)?\n";
+        return 1;
+    }
+    if (answer.status != 200) {
+        std::cerr << "devlet: http://" << *listen << target << " answered " << answer.status << ": "
+                  << answer.body;
+        if (answer.status == 401) std::cerr << "(give the token with --token-file)\n";
+        return 1;
+    }
+    if (asJson) {
+        std::cout << answer.body << "\n";
+        return 0;
+    }
+    boost::system::error_code ec;
+    json::value doc = json::parse(answer.body, ec);
+    if (ec || !doc.is_object()) {
+        std::cerr << "devlet: the status server answered something that is not a JSON object\n";
+        return 1;
+    }
+    if (command == "instances") {
+        printInstances(doc.as_object());
+    } else {
+        printStatus(doc.as_object());
+    }
+    return 0;
+}
+
+}  // namespace devlet::status

@@ -1,0 +1,60 @@
+#pragma once
+// The status server: a read-only HTTP/1.1 server (Boost.Beast) on the daemon's loop that
+// serves the page, the JSON API, /metrics, /healthz and /readyz from snapshots a
+// StatusSource hands out. It owns its acceptor and connections; everything runs on the
+// loop thread. Beast stays behind this header.
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace devlet::status {
+
+class StatusSource;
+
+class StatusServer {
+public:
+    struct Options {
+        std::string listen = "127.0.0.1:9797";  // ADDRESS:PORT or [ADDRESS]:PORT
+        // Read when the address is not a loopback one: if the file exists, every request
+        // but /healthz and /readyz needs "Authorization: Bearer <its content>". It must not
+        // be readable by group or others.
+        std::string tokenFile;
+        std::size_t maxConnections = 64;
+        // A request must arrive whole within this time of the connection opening or of
+        // the previous response (slow clients cannot hold the daemon); also the write limit.
+        std::chrono::milliseconds requestTimeout{15000};
+    };
+
+    StatusServer(boost::asio::io_context& loop, StatusSource& source, Options options);
+    ~StatusServer();
+    StatusServer(const StatusServer&) = delete;
+    StatusServer& operator=(const StatusServer&) = delete;
+
+    // Binds and starts accepting; returns why it cannot (empty on success).
+    std::string start();
+    // Closes the listener and every connection; the source is not called afterwards.
+    void stop();
+    // The address and port actually bound ("127.0.0.1:9797"); empty before start().
+    std::string endpoint() const;
+    // Whether requests need the bearer token.
+    bool requiresToken() const;
+
+private:
+    class Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// Where the bearer token is looked for: $CREDENTIALS_DIRECTORY/status-token when systemd
+// passes credentials (LoadCredential=), else /etc/devlet/status-token.
+std::string defaultTokenFile();
+
+// Splits "ADDRESS:PORT" / "[ADDRESS]:PORT"; false if it is not of that shape.
+bool splitListen(const std::string& listen, std::string& address, unsigned short& port);
+
+}  // namespace devlet::status

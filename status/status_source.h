@@ -1,0 +1,101 @@
+#pragma once
+// What the status server may know about the daemon: plain values, copied on the loop
+// thread into an immutable snapshot, plus the narrow interface the daemon implements to
+// hand them out. No Beast, no JSON here; the core types come from runtime/.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/instance.h"
+
+namespace devlet::status {
+
+struct SlotStatus {
+    std::string id;  // "<instance>-<k>", the device id in both resources
+    int index = 0;
+    bool withinCapacity = true;  // false: left over after the capacity shrank, held until released
+    std::string holderResource;  // empty = free
+    std::string pod;
+    std::string podNamespace;
+    std::int64_t sinceMs = 0;  // when the holder took it (wall clock, ms since the epoch)
+};
+
+struct InstanceStatus {
+    std::string name;  // "<configuration>-<hash>"
+    std::string id;    // the handler's device id
+    std::string configuration;
+    std::string resource;  // instance-level resource
+    bool shared = false;
+    bool present = false;                           // the probe sees it now
+    bool offered = false;                           // its resource is offered (present, or gone within grace)
+    bool registered = false;                        // its plugin is registered with the kubelet now
+    std::map<std::string, std::string> properties;  // as the probe reported them (not yet redacted)
+    std::vector<DeviceNode> nodes;
+    std::optional<int> numaNode;
+    std::int64_t firstSeenMs = 0;
+    std::int64_t lastSeenMs = 0;
+    std::vector<SlotStatus> slots;
+};
+
+struct ConfigurationStatus {
+    std::string name;
+    std::string handler;
+    std::string resource;  // configuration-level resource
+    int capacity = 1;
+    std::string sourceFile;
+    int sourceLine = 0;
+    std::string probeError;   // empty = discovery works
+    bool registered = false;  // the configuration-level plugin is registered now
+    std::vector<InstanceStatus> instances;
+};
+
+struct KubeletStatus {
+    enum class State { Waiting, Registering, Connected };
+    State state = State::Waiting;
+    std::string kubeletSocket;
+    std::string devicePluginDir;
+    std::string podResourcesSocket;
+    std::string podResourcesError;  // empty = answering (or not asked yet)
+    std::size_t pluginsOffered = 0;
+    std::size_t pluginsRegistered = 0;
+};
+
+struct DaemonStatus {
+    std::string version;
+    std::string nodeName;
+    std::string resourceDomain;
+    std::string confDir;
+    std::string stateDir;
+    std::int64_t startedAtMs = 0;  // wall clock
+    std::int64_t nowMs = 0;        // wall clock when the snapshot was taken
+    bool firstPassDone = false;    // configurations loaded and probes started once
+    std::vector<std::string> configurationErrors;
+};
+
+struct StatusSnapshot {
+    DaemonStatus daemon;
+    KubeletStatus kubelet;
+    std::vector<ConfigurationStatus> configurations;  // by name
+};
+
+struct StatusEvent {
+    std::int64_t timeMs = 0;
+    std::string level;  // "info", "warning", "error"
+    std::string subject;
+    std::string message;
+};
+
+// Implemented by the daemon; called on the loop thread only.
+class StatusSource {
+public:
+    virtual ~StatusSource() = default;
+    virtual std::shared_ptr<const StatusSnapshot> statusSnapshot() = 0;
+    // Newest first.
+    virtual std::vector<StatusEvent> recentEvents(std::size_t limit) = 0;
+};
+
+}  // namespace devlet::status

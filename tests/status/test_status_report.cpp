@@ -1,0 +1,233 @@
+// What the status server says about a snapshot: JSON fields, explanations, readiness,
+// the summary line, secrets removed, and the Prometheus text.
+
+#include <regex>
+#include <sstream>
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "status/metrics.h"
+#include "status/status_page.h"
+#include "status/status_report.h"
+
+namespace devlet::status {
+namespace {
+
+namespace json = boost::json;
+
+InstanceStatus instance(const std::string& name, const std::string& id, bool present, bool offered) {
+    InstanceStatus i;
+    i.name = name;
+    i.id = id;
+    i.configuration = "cams";
+    i.resource = "akri.sh/" + name;
+    i.present = present;
+    i.offered = offered;
+    i.registered = offered;
+    i.firstSeenMs = 1700000000000;
+    i.lastSeenMs = 1700000001000;
+    i.slots = {{name + "-0", 0, true, "", "", "", 0}, {name + "-1", 1, true, "", "", "", 0}};
+    return i;
+}
+
+StatusSnapshot connectedSnapshot() {
+    StatusSnapshot s;
+    s.daemon.version = "0.1.0";
+    s.daemon.nodeName = "edge-1";
+    s.daemon.startedAtMs = 1700000000000;
+    s.daemon.nowMs = 1700000065000;
+    s.daemon.firstPassDone = true;
+    s.kubelet.state = KubeletStatus::State::Connected;
+    s.kubelet.kubeletSocket = "/var/lib/kubelet/device-plugins/kubelet.sock";
+    s.kubelet.pluginsOffered = 3;
+    s.kubelet.pluginsRegistered = 3;
+    ConfigurationStatus c;
+    c.name = "cams";
+    c.handler = "onvif";
+    c.resource = "akri.sh/cams";
+    c.capacity = 2;
+    c.registered = true;
+    c.instances = {instance("cams-8120fe", "foo0", true, true), instance("cams-a19705", "foo1", true, true)};
+    c.instances[0].slots[1].holderResource = "akri.sh/cams";
+    c.instances[0].slots[1].pod = "recorder";
+    c.instances[0].slots[1].podNamespace = "video";
+    c.instances[0].slots[1].sinceMs = 1700000002000;
+    s.configurations.push_back(c);
+    return s;
+}
+
+json::object parse(const std::string& text) {
+    return json::parse(text).as_object();
+}
+
+TEST(StatusReport, CredentialLikePropertyNamesAreSecret) {
+    for (const char* name : {"ONVIF_PASSWORD", "password", "API_TOKEN", "ClientSecret", "AWS_API_KEY", "KEY",
+                             "SMB_PASS", "BASIC_AUTH", "WIFI_PSK", "ONVIF_CREDENTIALS", "PRIVATE_KEY_PEM"}) {
+        EXPECT_TRUE(looksLikeSecret(name)) << name;
+    }
+    for (const char* name : {"ONVIF_DEVICE_UUID", "UDEV_DEVNODE", "USB_KEYBOARD", "DEBUG_ECHO_DESCRIPTION",
+                             "ONVIF_DEVICE_SERVICE_URL", "PASSTHROUGH_MODE", "AUTHOR"}) {
+        EXPECT_FALSE(looksLikeSecret(name)) << name;
+    }
+}
+
+TEST(StatusReport, UserInfoIsCutFromUrls) {
+    EXPECT_EQ(withoutUserInfo("rtsp://admin:hunter2@192.0.2.7:554/stream1"), "rtsp://192.0.2.7:554/stream1");
+    EXPECT_EQ(withoutUserInfo("http://user@host/a@b"), "http://host/a@b");
+    EXPECT_EQ(withoutUserInfo("http://192.0.2.7/onvif/device_service"),
+              "http://192.0.2.7/onvif/device_service");
+    EXPECT_EQ(withoutUserInfo("foo0"), "foo0");
+}
+
+TEST(StatusReport, InstancesCarryStableFieldsAndNoSecrets) {
+    StatusSnapshot s = connectedSnapshot();
+    auto& i = s.configurations[0].instances[0];
+    i.properties = {{"ONVIF_DEVICE_UUID", "uuid-1"},
+                    {"ONVIF_PASSWORD", "hunter2"},
+                    {"ONVIF_STREAM_URI", "rtsp://admin:hunter2@192.0.2.7/s"}};
+    const std::string text = apiJson("instances", s, {});
+    EXPECT_EQ(text.find("hunter2"), std::string::npos) << text;
+    const json::object doc = parse(text);
+    const json::object& first = doc.at("instances").as_array().at(0).as_object();
+    for (const char* key : {"name", "id", "configuration", "resource", "shared", "health", "present",
+                            "offered", "registered", "reason", "properties", "propertiesRedacted",
+                            "deviceNodes", "numaNode", "firstSeen", "lastSeen", "slotsInUse", "slots"}) {
+        EXPECT_TRUE(first.contains(key)) << key;
+    }
+    EXPECT_EQ(first.at("name").as_string(), "cams-8120fe");
+    EXPECT_EQ(first.at("health").as_string(), "healthy");
+    EXPECT_TRUE(first.at("reason").is_null());
+    EXPECT_EQ(first.at("propertiesRedacted").as_int64(), 1);
+    EXPECT_EQ(first.at("properties").at("ONVIF_STREAM_URI").as_string(), "rtsp://192.0.2.7/s");
+    EXPECT_EQ(first.at("firstSeen").as_string(), "2023-11-14T22:13:20.000Z");
+    const json::object& held = first.at("slots").as_array().at(1).as_object();
+    EXPECT_EQ(held.at("state").as_string(), "held");
+    EXPECT_EQ(held.at("holder").at("pod").as_string(), "recorder");
+    EXPECT_EQ(held.at("holder").at("namespace").as_string(), "video");
+    EXPECT_EQ(held.at("holder").at("resource").as_string(), "akri.sh/cams");
+    EXPECT_EQ(first.at("slots").as_array().at(0).at("state").as_string(), "free");
+}
+
+TEST(StatusReport, SummaryLineNamesDevicesSlotsAndKubelet) {
+    EXPECT_EQ(summaryLine(connectedSnapshot()), "2 cameras; 1 of 4 slots in use; kubelet connected");
+    StatusSnapshot s = connectedSnapshot();
+    s.kubelet.state = KubeletStatus::State::Waiting;
+    s.daemon.configurationErrors = {"a.yaml:3: bad"};
+    EXPECT_EQ(summaryLine(s),
+              "2 cameras; 1 of 4 slots in use; waiting for kubelet at "
+              "/var/lib/kubelet/device-plugins/kubelet.sock; 1 configuration error");
+}
+
+TEST(StatusReport, WaitingForKubeletIsTheReasonNothingIsOffered) {
+    StatusSnapshot s = connectedSnapshot();
+    s.kubelet.state = KubeletStatus::State::Waiting;
+    const auto& c = s.configurations[0];
+    EXPECT_EQ(instanceReason(s, c, c.instances[0]),
+              "not offered: waiting for kubelet at /var/lib/kubelet/device-plugins/kubelet.sock");
+    const auto problems = configurationProblems(s, c);
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_NE(problems[0].find("waiting for kubelet"), std::string::npos);
+}
+
+TEST(StatusReport, GoneDeviceIsUnhealthyThenWithdrawn) {
+    StatusSnapshot s = connectedSnapshot();
+    auto& c = s.configurations[0];
+    c.instances[1].present = false;
+    EXPECT_EQ(instanceHealth(c.instances[1]), "unhealthy");
+    EXPECT_NE(instanceReason(s, c, c.instances[1]).find("device gone"), std::string::npos);
+    c.instances[0].present = false;
+    c.instances[0].offered = false;
+    EXPECT_EQ(instanceHealth(c.instances[0]), "withdrawn");
+    EXPECT_NE(instanceReason(s, c, c.instances[0]).find("1 slot is still held"), std::string::npos);
+    const json::object doc = parse(apiJson("slots", s, {}));
+    EXPECT_EQ(doc.at("slots").as_array().at(0).at("state").as_string(), "unavailable");
+}
+
+TEST(StatusReport, ProbeErrorAndNoDevicesAreExplained) {
+    StatusSnapshot s = connectedSnapshot();
+    auto& c = s.configurations[0];
+    c.instances.clear();
+    auto problems = configurationProblems(s, c);
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_EQ(problems[0],
+              "no cameras found: none is connected, or none matches the configuration's filters");
+    c.probeError = "192.0.2.7: authentication failed";
+    problems = configurationProblems(s, c);
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_EQ(problems[0], "discovery failing: 192.0.2.7: authentication failed");
+    const json::object probes = parse(apiJson("probes", s, {}));
+    EXPECT_EQ(probes.at("probes").as_array().at(0).at("state").as_string(), "error");
+}
+
+TEST(StatusReport, ReadyMeansRegisteredOrWaitingAndHealthy) {
+    StatusSnapshot s = connectedSnapshot();
+    EXPECT_TRUE(readiness(s).ready);
+    s.kubelet.state = KubeletStatus::State::Registering;
+    s.kubelet.pluginsRegistered = 2;
+    EXPECT_FALSE(readiness(s).ready);
+    EXPECT_EQ(readiness(s).reasons.at(0), "2 of 3 plugins registered with the kubelet");
+    s.kubelet.state = KubeletStatus::State::Waiting;
+    EXPECT_TRUE(readiness(s).ready);
+    s.configurations[0].probeError = "no route";
+    EXPECT_FALSE(readiness(s).ready);
+    s = connectedSnapshot();
+    s.daemon.firstPassDone = false;
+    EXPECT_FALSE(readiness(s).ready);
+}
+
+TEST(StatusReport, StatusDocumentHasEveryPart) {
+    const json::object doc =
+        parse(apiJson("status", connectedSnapshot(), {{1700000003000, "info", "cams-8120fe", "found"}}));
+    for (const char* key : {"apiVersion", "summary", "daemon", "kubelet", "configurations", "events"})
+        EXPECT_TRUE(doc.contains(key)) << key;
+    EXPECT_EQ(doc.at("daemon").at("uptimeSeconds").as_int64(), 65);
+    EXPECT_EQ(doc.at("summary").at("slotsInUse").as_int64(), 1);
+    EXPECT_EQ(doc.at("summary").at("slots").as_int64(), 4);
+    EXPECT_EQ(doc.at("events").as_array().at(0).at("message").as_string(), "found");
+    EXPECT_EQ(doc.at("configurations").as_array().at(0).at("counts").at("healthy").as_int64(), 2);
+    EXPECT_EQ(apiJson("nonsense", connectedSnapshot(), {}), "");
+}
+
+TEST(StatusMetrics, LabelValuesAreEscaped) {
+    EXPECT_EQ(escapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+}
+
+TEST(StatusMetrics, EverySampleLineIsWellFormed) {
+    StatusSnapshot s = connectedSnapshot();
+    s.configurations[0].name = "we\"ird";
+    const std::string text = metricsText(s, {{{200, 5}}, 3, 0, 1}, readProcessStats());
+    const std::regex sample(
+        R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? \S+$)");
+    const std::regex comment(R"(^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+$)");
+    std::istringstream lines(text);
+    int samples = 0;
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("#", 0) == 0) {
+            EXPECT_TRUE(std::regex_match(line, comment)) << line;
+        } else {
+            EXPECT_TRUE(std::regex_match(line, sample)) << line;
+            ++samples;
+        }
+    }
+    EXPECT_GT(samples, 20);
+    EXPECT_NE(text.find("devlet_instances{configuration=\"we\\\"ird\",health=\"healthy\"} 2\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("devlet_slots{configuration=\"we\\\"ird\",state=\"held\"} 1\n"), std::string::npos);
+    EXPECT_NE(text.find("devlet_http_responses_total{code=\"200\"} 5\n"), std::string::npos);
+    EXPECT_NE(text.find("devlet_kubelet_state{state=\"connected\"} 1\n"), std::string::npos);
+    EXPECT_EQ(text.find("process_resident_memory_bytes 0\n"), std::string::npos);
+}
+
+TEST(StatusPage, IsOneDocumentWithoutExternalAssets) {
+    const std::string page(statusPage());
+    EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+    for (const char* external : {"src=\"http", "href=\"http", "@import", "url(http", "//cdn"})
+        EXPECT_EQ(page.find(external), std::string::npos) << external;
+    EXPECT_NE(page.find("/api/v1/status"), std::string::npos);
+    EXPECT_EQ(page.find("innerHTML"), std::string::npos);  // device text is never parsed as markup
+}
+
+}  // namespace
+}  // namespace devlet::status
