@@ -232,10 +232,11 @@ std::string listenProblem(std::string_view listen) {
     if (address.empty()) return "has no address (0.0.0.0:PORT listens on every address)";
     if (port.empty() || port.size() > 5 ||
         !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return "must end in a port number from 1 to 65535";
+        return "must end in a port number from 0 to 65535";
     }
+    // Port 0 picks a free port (devlet logs the one it got): for tests and second instances.
     int portNumber = std::stoi(std::string(port));
-    if (portNumber < 1 || portNumber > 65535) return "must end in a port number from 1 to 65535";
+    if (portNumber > 65535) return "must end in a port number from 0 to 65535";
     unsigned char buffer[sizeof(in6_addr)];
     if (::inet_pton(v6 ? AF_INET6 : AF_INET, address.c_str(), buffer) != 1) {
         return "has " + inQuotes(address) + ", which is not an " + (v6 ? "IPv6" : "IPv4") + " address" +

@@ -159,11 +159,15 @@ TEST(ListenAddress, AcceptsIpv4AndBracketedIpv6) {
 }
 
 TEST(ListenAddress, RejectsMissingAddressPortOrBrackets) {
-    for (const char* listen : {"", "9797", ":9797", "127.0.0.1", "127.0.0.1:", "127.0.0.1:0",
-                               "127.0.0.1:65536", "127.0.0.1:http", "::1:9797", "[::1]", "[::1:9797",
-                               "[127.0.0.1]:80", "localhost:80", "300.1.1.1:80", "127.0.0.1:123456"}) {
+    for (const char* listen :
+         {"", "9797", ":9797", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:http", "::1:9797",
+          "[::1]", "[::1:9797", "[127.0.0.1]:80", "localhost:80", "300.1.1.1:80", "127.0.0.1:123456"}) {
         EXPECT_NE(listenProblem(listen), "") << listen;
     }
+}
+
+TEST(ListenAddress, PortZeroTakesAFreePort) {
+    EXPECT_EQ(listenProblem("127.0.0.1:0"), "");
 }
 
 TEST(LoadSettings, ExplicitMissingFileIsProblem) {

@@ -42,7 +42,11 @@ void DaemonProcess::start(const std::vector<std::string>& extra) {
                                      "--pod-resources-socket",
                                      podResourcesSocket().string(),
                                      "--log-level",
-                                     "debug"};
+                                     "debug",
+                                     // Tests run side by side: a free port each, unless a test
+                                     // names one (the last --listen wins).
+                                     "--listen",
+                                     "127.0.0.1:0"};
     args.insert(args.end(), extra.begin(), extra.end());
     const int logFd = ::open(logFile().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     pid_ = fork();
