@@ -41,6 +41,9 @@ int Daemon::run() {
         log.error() << error;
         return 1;
     }
+    startedAtMs_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
     inventory_ =
         std::make_unique<Inventory>(settings_.nodeName, settings_.resourceDomain, store_.get(), host_);
     // Published from the loop after the work at hand: Allocate answers first.
@@ -99,6 +102,17 @@ int Daemon::run() {
         });
     podResources_->start();
 
+    // The status page is worth having but not essential: without it devlet still serves
+    // the kubelet (another process may hold the port).
+    statusServer_ = std::make_unique<status::StatusServer>(
+        loop_, *this,
+        status::StatusServer::Options{.listen = settings_.listen, .tokenFile = status::defaultTokenFile()});
+    if (std::string problem = statusServer_->start(); !problem.empty()) {
+        log.error() << "status server: " << problem << "; devlet runs without its status page";
+    } else {
+        log.info() << "status page at http://" << statusServer_->endpoint() << "/";
+    }
+
     // Ready once the first discovery pass is in and the plugins are served: a kubelet
     // that is slow to answer (or a stale kubelet.sock) must not hold `systemctl start`.
     notifyReadyOnce();
@@ -116,6 +130,7 @@ void Daemon::shutdown() {
     probes_.clear();
     host_.stop();
     if (podResources_) podResources_->stop();
+    if (statusServer_) statusServer_->stop();
     reloadTimer_.cancel();
     graceTimer_.cancel();
     watchdogTimer_.cancel();
@@ -303,6 +318,90 @@ void Daemon::updateStatus() {
     lastStatus_ = status;
     sd_notify(0, ("STATUS=" + status).c_str());
     log.info() << status;
+}
+
+// ---------------------------------------------------------------------------
+// Status server
+
+std::shared_ptr<const status::StatusSnapshot> Daemon::statusSnapshot() {
+    auto snapshot = std::make_shared<status::StatusSnapshot>();
+    status::DaemonStatus& d = snapshot->daemon;
+    d.version = DEVLET_VERSION;
+    d.nodeName = settings_.nodeName;
+    d.resourceDomain = settings_.resourceDomain;
+    d.confDir = settings_.confDir;
+    d.stateDir = settings_.stateDir;
+    d.startedAtMs = startedAtMs_;
+    d.nowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+    d.firstPassDone = ready_;
+    d.configurationErrors = configurationErrors_;
+
+    status::KubeletStatus& k = snapshot->kubelet;
+    switch (host_.kubeletState()) {
+        case plugin::PluginHost::KubeletState::Waiting:
+            k.state = status::KubeletStatus::State::Waiting;
+            break;
+        case plugin::PluginHost::KubeletState::Registering:
+            k.state = status::KubeletStatus::State::Registering;
+            break;
+        case plugin::PluginHost::KubeletState::Connected:
+            k.state = status::KubeletStatus::State::Connected;
+            break;
+    }
+    k.kubeletSocket = host_.kubeletSocket();
+    k.devicePluginDir = settings_.devicePluginDir;
+    k.podResourcesSocket = settings_.podResourcesSocket;
+    k.podResourcesError = podResourcesError_;
+    k.pluginsOffered = host_.offered();
+    k.pluginsRegistered = host_.registered();
+
+    if (!inventory_) return snapshot;
+    for (ConfigurationView& view : inventory_->view()) {
+        status::ConfigurationStatus c;
+        c.name = view.configuration.name;
+        c.handler = view.configuration.handler;
+        c.resource = view.resource;
+        c.capacity = view.configuration.capacity;
+        c.sourceFile = view.configuration.sourceFile;
+        c.sourceLine = view.configuration.sourceLine;
+        c.probeError = view.probeError;
+        c.registered = host_.isRegistered(view.resource);
+        for (InstanceView& instance : view.instances) {
+            status::InstanceStatus i;
+            i.name = instance.name;
+            i.id = instance.device.id;
+            i.configuration = instance.configuration;
+            i.resource = settings_.resourceDomain + "/" + instance.name;
+            i.shared = instance.device.shared;
+            i.present = instance.present;
+            i.offered = instance.offered;
+            i.registered = host_.isRegistered(i.resource);
+            i.properties = std::move(instance.device.properties);
+            i.nodes = std::move(instance.device.nodes);
+            i.numaNode = instance.device.numaNode;
+            i.firstSeenMs = instance.firstSeenMs;
+            i.lastSeenMs = instance.lastSeenMs;
+            for (SlotView& slot : instance.slots) {
+                i.slots.push_back({std::move(slot.id), slot.index, slot.index < c.capacity,
+                                   std::move(slot.holderResource), std::move(slot.pod),
+                                   std::move(slot.podNamespace), slot.sinceMs});
+            }
+            c.instances.push_back(std::move(i));
+        }
+        snapshot->configurations.push_back(std::move(c));
+    }
+    return snapshot;
+}
+
+std::vector<status::StatusEvent> Daemon::recentEvents(std::size_t limit) {
+    std::vector<status::StatusEvent> events;
+    if (!store_) return events;
+    for (StoredEvent& e : store_->recentEvents(static_cast<int>(limit))) {
+        events.push_back({e.timeMs, std::move(e.level), std::move(e.subject), std::move(e.message)});
+    }
+    return events;
 }
 
 }  // namespace devlet

@@ -20,10 +20,12 @@
 #include "runtime/inventory.h"
 #include "runtime/settings.h"
 #include "runtime/store.h"
+#include "status/status_server.h"
+#include "status/status_source.h"
 
 namespace devlet {
 
-class Daemon : public ProbeSink {
+class Daemon : public ProbeSink, public status::StatusSource {
 public:
     Daemon(Settings settings, HandlerRegistry& handlers);
     ~Daemon() override;
@@ -33,6 +35,10 @@ public:
 
     void reportSnapshot(const std::string& configuration, std::vector<Instance> instances) override;
     void reportProbeError(const std::string& configuration, const std::string& message) override;
+
+    // status::StatusSource: read by the status server, on the loop.
+    std::shared_ptr<const status::StatusSnapshot> statusSnapshot() override;
+    std::vector<status::StatusEvent> recentEvents(std::size_t limit) override;
 
 private:
     void reloadConfigurations();
@@ -53,6 +59,8 @@ private:
     plugin::PluginHost host_;
     std::unique_ptr<Inventory> inventory_;
     std::unique_ptr<plugin::PodResourcesClient> podResources_;
+    std::unique_ptr<status::StatusServer> statusServer_;  // stopped in shutdown()
+    std::int64_t startedAtMs_ = 0;
     boost::asio::signal_set signals_;
     boost::asio::steady_timer reloadTimer_;
     boost::asio::steady_timer graceTimer_;

@@ -15,11 +15,15 @@
 #include "daemon/daemon.h"
 #include "daemon/probe_command.h"
 #include "probes/echo/echo_handler.h"
+#include "probes/gpu/gpu_handler.h"
+#include "probes/gpu/gpu_probe_command.h"
+#include "probes/onvif/onvif_handler.h"
 #include "probes/usb/udev_handler.h"
 #include "runtime/configuration.h"
 #include "runtime/discovery.h"
 #include "runtime/log.h"
 #include "runtime/settings.h"
+#include "status/status_command.h"
 
 namespace {
 
@@ -29,12 +33,17 @@ constexpr const char* kUsage = R"(usage:
              [--listen ADDR:PORT] [--log-level LEVEL]
   devlet config check FILE...
   devlet probe usb [--rule RULE]... [--conf-dir DIR | --config FILE] [--all] [--json]
+  devlet probe gpu [--details FILE] [--any-vendor]
+  devlet status [--json] [--listen ADDR:PORT] [--config FILE] [--token-file FILE]
+  devlet instances [--json] [--listen ADDR:PORT] [--config FILE] [--token-file FILE]
   devlet version
 )";
 
 void registerHandlers(devlet::HandlerRegistry& handlers) {
     handlers.add(std::make_unique<devlet::echo::EchoHandler>());
     handlers.add(std::make_unique<devlet::usb::UdevHandler>());
+    handlers.add(std::make_unique<devlet::gpu::GpuHandler>());
+    handlers.add(std::make_unique<devlet::onvif::OnvifHandler>());
 }
 
 // A device plugin holds two descriptors (its socket and the kubelet's connection), so
@@ -149,12 +158,18 @@ int main(int argc, char** argv) {
             std::cout << "devlet " << DEVLET_VERSION << "\n";
             return 0;
         }
+        if (command == "status" || command == "instances")
+            return devlet::status::statusCommand(command, args);
         if (command == "config") {
             if (args.empty() || args[0] != "check") return usageError("unknown config command");
             args.erase(args.begin());
             return configCheck(args);
         }
         if (command == "probe") {
+            if (!args.empty() && args[0] == "gpu") {
+                args.erase(args.begin());
+                return devlet::gpu::probeGpuCommand(args, std::cout, std::cerr);
+            }
             // `udev` names the handler, `usb` what users look for; both are the same pass.
             if (args.empty() || (args[0] != "usb" && args[0] != "udev")) {
                 return usageError("unknown probe: " + (args.empty() ? std::string("(none)") : args[0]));

@@ -9,8 +9,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-// Boost.JSON's implementation, compiled into this one file of the program.
-#include <boost/json/src.hpp>
+#include <boost/json.hpp>
 
 #include "probes/usb/udev_classifier.h"
 #include "probes/usb/udev_details.h"
