@@ -46,6 +46,7 @@ int Daemon::run() {
                        .count();
     inventory_ =
         std::make_unique<Inventory>(settings_.nodeName, settings_.resourceDomain, store_.get(), host_);
+    inventory_->setHandlers(handlers_);
     // Published from the loop after the work at hand: Allocate answers first.
     inventory_->setPublishScheduler(
         [this](std::function<void()> publish) { boost::asio::post(loop_, std::move(publish)); });

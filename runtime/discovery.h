@@ -3,6 +3,7 @@
 // discoveryDetails and starts a probe for it; a probe reports full snapshots.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -42,6 +43,19 @@ public:
     virtual void stop() = 0;
 };
 
+// A handler's own choice of slots for a configuration-level GetPreferredAllocation (the
+// gpu handler's Intel policies with NUMA and PCI-root preference). `device` is valid for
+// the call only; called on the loop thread.
+struct SlotCandidate {
+    std::string id;
+    std::string instance;
+    int index = 0;
+    const Instance* device = nullptr;
+};
+using SlotPreference = std::function<std::vector<std::string>(
+    const Configuration& configuration, const std::vector<SlotCandidate>& available,
+    const std::vector<std::string>& mustInclude, int size)>;
+
 class DiscoveryHandler {
 public:
     virtual ~DiscoveryHandler() = default;
@@ -50,6 +64,8 @@ public:
     virtual std::vector<DetailsProblem> check(const Configuration& configuration) const = 0;
     // How long a vanished device stays (Unhealthy) before its plugin is withdrawn.
     virtual std::chrono::milliseconds defaultRemovalGrace() const { return std::chrono::milliseconds(0); }
+    // How the configuration-level resource picks slots; empty = the core's spread or pack.
+    virtual SlotPreference slotPreference() const { return {}; }
     virtual std::unique_ptr<Probe> createProbe(const Configuration& configuration,
                                                boost::asio::io_context& loop, ProbeSink& sink) = 0;
 };

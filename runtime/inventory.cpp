@@ -28,16 +28,7 @@ std::pair<std::string, int> splitSlotId(const std::string& id) {
     if (ec != std::errc() || ptr != end || index < 0) return {id, -1};
     return {id.substr(0, dash), index};
 }
-
-std::map<std::string, SlotPreference>& slotPreferences() {
-    static std::map<std::string, SlotPreference> preferences;
-    return preferences;
-}
 }  // namespace
-
-void setSlotPreference(const std::string& handler, SlotPreference preference) {
-    slotPreferences()[handler] = std::move(preference);
-}
 
 Inventory::Clock Inventory::Clock::system() {
     return {[] { return std::chrono::steady_clock::now(); },
@@ -550,7 +541,8 @@ std::vector<std::string> Inventory::preferredAllocation(const std::string& resou
         }
         return result;
     }
-    if (auto it = slotPreferences().find(config->configuration.handler); it != slotPreferences().end()) {
+    const DiscoveryHandler* handler = handlers_ ? handlers_->find(config->configuration.handler) : nullptr;
+    if (SlotPreference preference = handler ? handler->slotPreference() : SlotPreference{}) {
         std::vector<SlotCandidate> candidates;
         for (const std::string& id : available) {
             auto [instance, index] = splitSlotId(id);
@@ -558,7 +550,7 @@ std::vector<std::string> Inventory::preferredAllocation(const std::string& resou
             if (found == config->instances.end()) continue;
             candidates.push_back({id, instance, index, &found->second.device});
         }
-        return it->second(config->configuration, candidates, mustInclude, size);
+        return preference(config->configuration, candidates, mustInclude, size);
     }
     // Per instance: slots picked so far and slots still free.
     struct Candidate {

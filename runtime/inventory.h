@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/configuration.h"
+#include "runtime/discovery.h"
 #include "runtime/instance.h"
 
 namespace devlet {
@@ -66,20 +67,6 @@ struct PodDevice {
     std::string pod;
     std::string podNamespace;
 };
-
-// A handler's own choice of slots for a configuration-level GetPreferredAllocation (the
-// gpu handler's Intel policies with NUMA and PCI-root preference). `device` is valid for
-// the call only. Registered once per handler name, before the loop runs; read on the loop.
-struct SlotCandidate {
-    std::string id;
-    std::string instance;
-    int index = 0;
-    const Instance* device = nullptr;
-};
-using SlotPreference = std::function<std::vector<std::string>(
-    const Configuration& configuration, const std::vector<SlotCandidate>& available,
-    const std::vector<std::string>& mustInclude, int size)>;
-void setSlotPreference(const std::string& handler, SlotPreference preference);
 
 struct SlotView {
     std::string id;
@@ -153,6 +140,9 @@ public:
     // is published once. A slot's holder is decided and stored before either way.
     using Scheduler = std::function<void(std::function<void()>)>;
     void setPublishScheduler(Scheduler scheduler) { scheduler_ = std::move(scheduler); }
+    // The handlers whose slot preferences pick configuration-level slots (borrowed; they
+    // outlive the inventory). Without them every configuration uses spread or pack.
+    void setHandlers(const HandlerRegistry& handlers) { handlers_ = &handlers; }
 
     // --- reading ----------------------------------------------------------------
     std::vector<ResourceState> resources() const;
@@ -251,6 +241,7 @@ private:
     std::set<std::string> changed_;                      // resources to re-publish
     std::set<std::string> published_;                    // resources the observer knows
     Scheduler scheduler_;
+    const HandlerRegistry* handlers_ = nullptr;
     bool publishScheduled_ = false;
 };
 

@@ -203,8 +203,10 @@ private:
 
 }  // namespace
 
-GpuHandler::GpuHandler(SysfsRoots roots) : roots_(std::move(roots)) {
-    setSlotPreference(std::string(name()), preferGpuSlots);
+GpuHandler::GpuHandler(SysfsRoots roots) : roots_(std::move(roots)) {}
+
+SlotPreference GpuHandler::slotPreference() const {
+    return preferGpuSlots;
 }
 
 std::vector<DetailsProblem> GpuHandler::check(const Configuration& configuration) const {

@@ -23,6 +23,7 @@ public:
     // A driver reload or a GPU reset unbinds and rebinds within seconds: pods keep asking
     // for the same card meanwhile.
     std::chrono::milliseconds defaultRemovalGrace() const override { return std::chrono::seconds(5); }
+    SlotPreference slotPreference() const override;
     std::unique_ptr<Probe> createProbe(const Configuration& configuration, boost::asio::io_context& loop,
                                        ProbeSink& sink) override;
 

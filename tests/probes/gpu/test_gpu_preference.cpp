@@ -48,7 +48,12 @@ protected:
     int numaOf(const std::string& slot) { return numa_.at(slot.substr(0, slot.rfind('-'))); }
     static std::string gpuOf(const std::string& slot) { return slot.substr(0, slot.rfind('-')); }
 
-    GpuHandler handler_;  // registers the gpu slot preference
+    GpuPreferenceTest() {
+        handlers_.add(std::make_unique<GpuHandler>());
+        inventory_.setHandlers(handlers_);
+    }
+
+    HandlerRegistry handlers_;
     IgnoringObserver observer_;
     Inventory inventory_{"node-a", "akri.sh", nullptr, observer_};
     std::map<std::string, int> numa_;
