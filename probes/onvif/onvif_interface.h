@@ -1,4 +1,5 @@
-// clang-format off: gSOAP interface syntax (`@` attributes, `//gsoap` directives), not C++.
+// clang-format off
+// gSOAP interface syntax (`@` attributes, `//gsoap` directives), not C++.
 // The gSOAP interface of the ONVIF and WS-Discovery messages devlet sends and reads, written
 // by hand: only the operations and members that are used. soapcpp2 turns it into the
 // serializers at build time (probes/onvif/meson.build). Unknown elements in answers are

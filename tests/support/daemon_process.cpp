@@ -27,26 +27,14 @@ std::string DaemonProcess::binary() {
 }
 
 void DaemonProcess::start(const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {binary(),
-                                     "run",
-                                     "--config",
-                                     settingsFile().string(),
-                                     "--node-name",
-                                     "test-node",
-                                     "--state-dir",
-                                     stateDir().string(),
-                                     "--conf-dir",
-                                     confDir().string(),
-                                     "--device-plugin-dir",
-                                     devicePluginDir().string(),
-                                     "--pod-resources-socket",
-                                     podResourcesSocket().string(),
-                                     "--log-level",
+    std::vector<std::string> args = {binary(), "run", "--config", settingsFile().string(), "--node-name",
+                                     "test-node", "--state-dir", stateDir().string(), "--conf-dir",
+                                     confDir().string(), "--device-plugin-dir", devicePluginDir().string(),
+                                     "--pod-resources-socket", podResourcesSocket().string(), "--log-level",
                                      "debug",
                                      // Tests run side by side: a free port each, unless a test
                                      // names one (the last --listen wins).
-                                     "--listen",
-                                     "127.0.0.1:0"};
+                                     "--listen", "127.0.0.1:0"};
     args.insert(args.end(), extra.begin(), extra.end());
     const int logFd = ::open(logFile().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     pid_ = fork();
