@@ -357,6 +357,8 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::statusSnapshot() {
     k.podResourcesError = podResourcesError_;
     k.pluginsOffered = host_.offered();
     k.pluginsRegistered = host_.registered();
+    k.registrations = host_.registrations();
+    k.registrationFailures = host_.registrationFailures();
 
     if (!inventory_) return snapshot;
     for (ConfigurationView& view : inventory_->view()) {
@@ -369,6 +371,11 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::statusSnapshot() {
         c.sourceLine = view.configuration.sourceLine;
         c.probeError = view.probeError;
         c.registered = host_.isRegistered(view.resource);
+        if (auto counts = inventory_->allocationCounts().find(c.name);
+            counts != inventory_->allocationCounts().end()) {
+            c.allocations = counts->second.granted;
+            c.refusals = counts->second.refused;
+        }
         for (InstanceView& instance : view.instances) {
             status::InstanceStatus i;
             i.name = instance.name;

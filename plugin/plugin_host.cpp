@@ -210,6 +210,7 @@ void PluginHost::onRegistered(const std::string& resource, std::uint64_t attempt
     auto it = plugins_.find(resource);
     if (it == plugins_.end() || it->second.attempt != attempt || stopped_) return;
     Plugin& plugin = it->second;
+    ++(ok ? registrations_ : registrationFailures_);
     if (!ok) {
         plugin.registration = Plugin::Registration::None;
         if (plugin.failures++ == 0)

@@ -44,6 +44,9 @@ public:
     std::string kubeletSocket() const { return dir_ + "/kubelet.sock"; }
     std::size_t registered() const;
     std::size_t offered() const { return plugins_.size(); }
+    // Register calls since start that the kubelet accepted, and that failed.
+    std::uint64_t registrations() const { return registrations_; }
+    std::uint64_t registrationFailures() const { return registrationFailures_; }
     // Whether the resource's plugin is registered with the kubelet now (status page).
     bool isRegistered(const std::string& resource) const {
         auto it = plugins_.find(resource);
@@ -82,6 +85,8 @@ private:
     std::map<std::string, std::string> socketOwners_;  // socket file name -> resource (may be stale)
     std::uint64_t generation_ = 0;
     std::uint64_t attempts_ = 0;
+    std::uint64_t registrations_ = 0;
+    std::uint64_t registrationFailures_ = 0;
     // Registrations in flight at once are bounded: each sets up a connection and a
     // stream, and a thousand set up together cost more memory than they keep.
     std::size_t inFlight_ = 0;

@@ -404,6 +404,15 @@ Inventory::SlotRef Inventory::findSlot(const std::string& deviceId) {
 
 std::variant<ContainerGrant, AllocationRefused> Inventory::allocate(
     const std::string& resource, const std::vector<std::string>& deviceIds) {
+    auto result = grant(resource, deviceIds);
+    const ConfigurationState* config = resolve(resource).first;
+    AllocationCounts& counts = allocationCounts_[config ? config->configuration.name : std::string()];
+    ++(std::holds_alternative<ContainerGrant>(result) ? counts.granted : counts.refused);
+    return result;
+}
+
+std::variant<ContainerGrant, AllocationRefused> Inventory::grant(const std::string& resource,
+                                                                 const std::vector<std::string>& deviceIds) {
     auto [config, onlyInstance] = resolve(resource);
     if (!config) return AllocationRefused{"devlet does not offer " + resource};
     if (deviceIds.empty()) return AllocationRefused{"no device ids in the request for " + resource};

@@ -125,6 +125,13 @@ public:
     // --- allocation (called for the kubelet) ------------------------------------
     std::variant<ContainerGrant, AllocationRefused> allocate(const std::string& resource,
                                                              const std::vector<std::string>& deviceIds);
+    // Allocate calls answered since start, by configuration ("" for resources devlet does
+    // not offer): the status server's counters.
+    struct AllocationCounts {
+        std::uint64_t granted = 0;
+        std::uint64_t refused = 0;
+    };
+    const std::map<std::string, AllocationCounts>& allocationCounts() const { return allocationCounts_; }
     std::vector<std::string> preferredAllocation(const std::string& resource,
                                                  const std::vector<std::string>& available,
                                                  const std::vector<std::string>& mustInclude, int size) const;
@@ -208,6 +215,8 @@ private:
     // Marks the resources in which a slot's health differs between two holders.
     void markHolderChanged(const ConfigurationState& c, const InstanceState& instance,
                            const std::string& before, const std::string& after);
+    std::variant<ContainerGrant, AllocationRefused> grant(const std::string& resource,
+                                                          const std::vector<std::string>& deviceIds);
     void publish();  // now, or scheduled (see setPublishScheduler)
     void publishNow();
     int freeSlots(const ConfigurationState& c, const InstanceState& i) const;
@@ -241,6 +250,7 @@ private:
     std::set<std::string> changed_;                      // resources to re-publish
     std::set<std::string> published_;                    // resources the observer knows
     Scheduler scheduler_;
+    std::map<std::string, AllocationCounts> allocationCounts_;
     const HandlerRegistry* handlers_ = nullptr;
     bool publishScheduled_ = false;
 };

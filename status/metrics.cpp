@@ -152,6 +152,22 @@ std::string metricsText(const StatusSnapshot& s, const ServerCounters& server, c
         e.sample("devlet_probe_up", {{"configuration", c.name}, {"handler", c.handler}},
                  c.probeError.empty() ? 1 : 0);
 
+    e.family("devlet_allocations_total", "counter",
+             "Allocate calls granted since start, by configuration (both resource kinds).");
+    for (const ConfigurationStatus& c : s.configurations)
+        e.sample("devlet_allocations_total", {{"configuration", c.name}}, static_cast<double>(c.allocations));
+    e.family("devlet_allocation_refusals_total", "counter",
+             "Allocate calls refused since start (slot held elsewhere, device gone), by configuration.");
+    for (const ConfigurationStatus& c : s.configurations)
+        e.sample("devlet_allocation_refusals_total", {{"configuration", c.name}},
+                 static_cast<double>(c.refusals));
+    e.family("devlet_kubelet_registrations_total", "counter",
+             "Device plugin registrations with the kubelet since start, by result.");
+    e.sample("devlet_kubelet_registrations_total", {{"result", "ok"}},
+             static_cast<double>(s.kubelet.registrations));
+    e.sample("devlet_kubelet_registrations_total", {{"result", "failed"}},
+             static_cast<double>(s.kubelet.registrationFailures));
+
     e.family("devlet_instances", "gauge",
              "Instances by configuration and health (healthy, unhealthy, withdrawn).");
     for (const ConfigurationStatus& c : s.configurations) {

@@ -48,8 +48,10 @@ struct ConfigurationStatus {
     int capacity = 1;
     std::string sourceFile;
     int sourceLine = 0;
-    std::string probeError;   // empty = discovery works
-    bool registered = false;  // the configuration-level plugin is registered now
+    std::string probeError;         // empty = discovery works
+    bool registered = false;        // the configuration-level plugin is registered now
+    std::uint64_t allocations = 0;  // Allocate calls granted since start, both resource kinds
+    std::uint64_t refusals = 0;     // and refused
     std::vector<InstanceStatus> instances;
 };
 
@@ -62,6 +64,8 @@ struct KubeletStatus {
     std::string podResourcesError;  // empty = answering (or not asked yet)
     std::size_t pluginsOffered = 0;
     std::size_t pluginsRegistered = 0;
+    std::uint64_t registrations = 0;         // Register calls the kubelet accepted since start
+    std::uint64_t registrationFailures = 0;  // and refused or left unanswered
 };
 
 struct DaemonStatus {

@@ -335,6 +335,20 @@ TEST_F(InventoryTest, AllocateOfSlotHeldThroughOtherResourceIsRefusedNamingHolde
     EXPECT_EQ(holder("echo-8120fe-0"), kCl);
 }
 
+TEST_F(InventoryTest, AllocationsAndRefusalsAreCountedByConfiguration) {
+    setUpEcho(2);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    allocateOk(kFoo0Il, {"echo-8120fe-1"});
+    refusal(kFoo0Il, {"echo-8120fe-0"});
+    refusal("akri.sh/nothing", {"x-0"});
+    const auto& counts = inventory().allocationCounts();
+    ASSERT_TRUE(counts.contains("echo"));
+    EXPECT_EQ(counts.at("echo").granted, 2u);
+    EXPECT_EQ(counts.at("echo").refused, 1u);
+    ASSERT_TRUE(counts.contains(""));
+    EXPECT_EQ(counts.at("").refused, 1u);
+}
+
 TEST_F(InventoryTest, RefusalNamesHoldingPodOnceKnown) {
     setUpEcho(1);
     allocateOk(kFoo0Il, {"echo-8120fe-0"});

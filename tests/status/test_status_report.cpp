@@ -196,6 +196,9 @@ TEST(StatusMetrics, LabelValuesAreEscaped) {
 TEST(StatusMetrics, EverySampleLineIsWellFormed) {
     StatusSnapshot s = connectedSnapshot();
     s.configurations[0].name = "we\"ird";
+    s.configurations[0].allocations = 7;
+    s.configurations[0].refusals = 2;
+    s.kubelet.registrations = 4;
     const std::string text = metricsText(s, {{{200, 5}}, 3, 0, 1}, readProcessStats());
     const std::regex sample(
         R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? \S+$)");
@@ -217,6 +220,10 @@ TEST(StatusMetrics, EverySampleLineIsWellFormed) {
     EXPECT_NE(text.find("devlet_slots{configuration=\"we\\\"ird\",state=\"held\"} 1\n"), std::string::npos);
     EXPECT_NE(text.find("devlet_http_responses_total{code=\"200\"} 5\n"), std::string::npos);
     EXPECT_NE(text.find("devlet_kubelet_state{state=\"connected\"} 1\n"), std::string::npos);
+    EXPECT_NE(text.find("devlet_allocations_total{configuration=\"we\\\"ird\"} 7\n"), std::string::npos);
+    EXPECT_NE(text.find("devlet_allocation_refusals_total{configuration=\"we\\\"ird\"} 2\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("devlet_kubelet_registrations_total{result=\"ok\"} 4\n"), std::string::npos);
     EXPECT_EQ(text.find("process_resident_memory_bytes 0\n"), std::string::npos);
 }
 
