@@ -381,7 +381,7 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::statusSnapshot() {
             i.name = instance.name;
             i.id = instance.device.id;
             i.configuration = instance.configuration;
-            i.resource = settings_.resourceDomain + "/" + instance.name;
+            i.resource = inventory_->instanceResource(instance.name);
             i.shared = instance.device.shared;
             i.present = instance.present;
             i.offered = instance.offered;

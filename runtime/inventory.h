@@ -154,6 +154,8 @@ public:
     // --- reading ----------------------------------------------------------------
     std::vector<ResourceState> resources() const;
     std::vector<ConfigurationView> view() const;
+    // The instance-level resource name of an instance ("<domain>/<instance>").
+    std::string instanceResource(const std::string& instance) const;
     bool isConfigurationLevel(const std::string& resource) const;
     std::size_t slotsHeld() const;
     // Offered instances and their slots within capacity: the daemon's status line,
@@ -196,7 +198,6 @@ private:
         int index = -1;
     };
 
-    std::string instanceResource(const std::string& instance) const;
     SlotRef findSlot(const std::string& deviceId);
     // The configuration (and, for an instance-level resource, the instance) behind a resource.
     std::pair<const ConfigurationState*, const InstanceState*> resolve(const std::string& resource) const;
