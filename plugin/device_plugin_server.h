@@ -1,38 +1,38 @@
 #pragma once
-// One kubelet device plugin: a gRPC server on its own unix socket serving one
-// resource's ListAndWatch, Allocate and GetPreferredAllocation. Created, published
-// to and stopped on the loop thread; gRPC's threads hand Allocate and
-// GetPreferredAllocation to the loop with asio::post, where the Inventory decides.
+// One kubelet device plugin: a listening unix socket of its own serving one
+// resource's GetDevicePluginOptions, ListAndWatch, Allocate, GetPreferredAllocation
+// and PreStartContainer over gRPC (GrpcConnection). Everything runs on the loop
+// thread, where the Inventory decides: an Allocate is answered in the same turn of
+// the loop that read it, with no thread handoff.
 
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <boost/asio/local/stream_protocol.hpp>
 
 #include "plugin/device_list_encoder.h"
+#include "plugin/grpc_connection.h"
 #include "runtime/inventory.h"
 #include "runtime/outcome.h"
 
 namespace boost::asio {
 class io_context;
 }
-namespace grpc {
-class Server;
-}
 
 namespace devlet::plugin {
 
-class DevicePluginService;
-
-class DevicePluginServer {
+class DevicePluginServer : private GrpcConnection::Service {
 public:
     DevicePluginServer(std::string resource, bool preferredAllocation, boost::asio::io_context& loop,
                        Inventory& inventory);
-    ~DevicePluginServer();
+    ~DevicePluginServer() override;
     DevicePluginServer(const DevicePluginServer&) = delete;
     DevicePluginServer& operator=(const DevicePluginServer&) = delete;
 
     // Serves on socketPath (a fresh file name per registration).
     Outcome start(const std::string& socketPath);
-    // Ends every ListAndWatch stream, answers pending calls, removes the socket.
+    // Ends every ListAndWatch stream, closes the connections, removes the socket.
     void stop();
     // Sends the full device list to every ListAndWatch stream now and to later ones.
     void publish(const ResourceState& state);
@@ -41,11 +41,32 @@ public:
     const std::string& resource() const { return resource_; }
 
 private:
+    struct Watch {
+        GrpcConnection* connection;
+        std::int32_t stream;
+    };
+
+    void accept();
+    void onCall(GrpcConnection& connection, std::int32_t stream, std::string_view method,
+                std::string_view request) override;
+    void onStreamClosed(GrpcConnection& connection, std::int32_t stream) override;
+    void onDisconnected(GrpcConnection& connection) override;
+    GrpcStatus allocate(std::string_view request, std::string& response);
+    GrpcStatus preferredAllocation(std::string_view request, std::string& response) const;
+    void dropClosedConnections();
+
     std::string resource_;
+    bool preferred_;
+    boost::asio::io_context& loop_;
+    Inventory& inventory_;
     std::string socketPath_;
     DeviceListEncoder encoder_;
-    std::shared_ptr<DevicePluginService> service_;
-    std::unique_ptr<grpc::Server> server_;
+    GrpcFrame latest_;
+    std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
+    std::vector<std::shared_ptr<GrpcConnection>> connections_;  // the kubelet's, usually one
+    std::vector<Watch> watches_;
+    // Accept handlers that complete after the server is gone find this expired.
+    std::shared_ptr<DevicePluginServer*> self_ = std::make_shared<DevicePluginServer*>(this);
 };
 
 }  // namespace devlet::plugin
