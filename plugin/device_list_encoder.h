@@ -1,8 +1,9 @@
 #pragma once
-// Encodes a resource's device list as a serialized ListAndWatchResponse, keeping each
-// device's encoding between calls: a configuration-level list holds every slot of the
-// configuration (thousands), and one allocation changes the health of one of them.
-// Lives on the loop thread with the plugin it belongs to.
+// A resource's device list as a serialized ListAndWatchResponse, written in protobuf's
+// wire format directly. A configuration-level list holds every slot of the
+// configuration (thousands) and is sent again whenever one slot changes: writing the
+// bytes straight away is faster than building messages, and nothing is kept between
+// lists (with a thousand plugins, kept entries would cost more memory than they save).
 
 #include <string>
 #include <vector>
@@ -11,18 +12,6 @@
 
 namespace devlet::plugin {
 
-class DeviceListEncoder {
-public:
-    // The wire form of ListAndWatchResponse{devices}; entries equal to the previous
-    // call's are not encoded again.
-    std::string encode(const std::vector<DeviceState>& devices);
-
-private:
-    struct Entry {
-        DeviceState device;
-        std::string bytes;  // field 1 of ListAndWatchResponse: tag, length, Device
-    };
-    std::vector<Entry> entries_;
-};
+std::string encodeDeviceList(const std::vector<DeviceState>& devices);
 
 }  // namespace devlet::plugin

@@ -103,8 +103,8 @@ void DevicePluginServer::stop() {
     ::unlink(socketPath_.c_str());
 }
 
-void DevicePluginServer::publish(const ResourceState& state) {
-    latest_ = frameMessage(encoder_.encode(state.devices));
+void DevicePluginServer::publish(GrpcFrame list) {
+    latest_ = std::move(list);
     for (const Watch& watch : watches_) watch.connection->sendLatest(watch.stream, latest_);
     dropClosedConnections();
 }

@@ -11,7 +11,6 @@
 
 #include <boost/asio/local/stream_protocol.hpp>
 
-#include "plugin/device_list_encoder.h"
 #include "plugin/grpc_connection.h"
 #include "runtime/inventory.h"
 #include "runtime/outcome.h"
@@ -34,8 +33,9 @@ public:
     Outcome start(const std::string& socketPath);
     // Ends every ListAndWatch stream, closes the connections, removes the socket.
     void stop();
-    // Sends the full device list to every ListAndWatch stream now and to later ones.
-    void publish(const ResourceState& state);
+    // Sends the full device list (a framed ListAndWatchResponse) to every ListAndWatch
+    // stream now and to later ones.
+    void publish(GrpcFrame list);
 
     const std::string& socketPath() const { return socketPath_; }
     const std::string& resource() const { return resource_; }
@@ -60,7 +60,6 @@ private:
     boost::asio::io_context& loop_;
     Inventory& inventory_;
     std::string socketPath_;
-    DeviceListEncoder encoder_;
     GrpcFrame latest_;
     std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
     std::vector<std::shared_ptr<GrpcConnection>> connections_;  // the kubelet's, usually one

@@ -1,10 +1,8 @@
 #pragma once
 // One kubelet connection to a device plugin: the server side of gRPC over HTTP/2
 // (nghttp2) on a unix socket. Lives on the loop thread and answers there, so a
-// plugin needs no threads of its own. It holds no buffers while the socket keeps
-// up: one read buffer serves every connection on the loop, and output goes to the
-// socket as nghttp2 produces it. A thousand plugins, each with one connection and
-// one long-lived ListAndWatch stream, cost a few KiB each.
+// plugin needs no threads of its own; a thousand plugins, each with one connection
+// and one long-lived ListAndWatch stream, cost a few KiB each.
 
 #include <cstdint>
 #include <map>
@@ -12,37 +10,12 @@
 #include <string>
 #include <string_view>
 
-#include <boost/asio/local/stream_protocol.hpp>
-
-struct nghttp2_session;
+#include "plugin/grpc_wire.h"
+#include "plugin/http2_transport.h"
 
 namespace devlet::plugin {
 
-// gRPC status codes used here (the values are gRPC's).
-enum class GrpcCode : int {
-    Ok = 0,
-    InvalidArgument = 3,
-    FailedPrecondition = 9,
-    Unimplemented = 12,
-    Internal = 13,
-    Unavailable = 14,
-    ResourceExhausted = 8,
-};
-
-struct GrpcStatus {
-    GrpcCode code = GrpcCode::Ok;
-    std::string message;
-};
-
-// One gRPC message as it goes on the wire (the 5-byte prefix, then the message), shared
-// by every stream that sends it.
-using GrpcFrame = std::shared_ptr<const std::string>;
-GrpcFrame frameMessage(std::string_view message);
-
-// grpc-message's value: bytes outside printable ASCII, and '%', percent-encoded.
-std::string percentEncode(std::string_view text);
-
-class GrpcConnection : public std::enable_shared_from_this<GrpcConnection> {
+class GrpcConnection : public Http2Transport {
 public:
     // What the connection asks of its server; called on the loop thread, never after close().
     class Service {
@@ -58,13 +31,7 @@ public:
         virtual void onDisconnected(GrpcConnection& connection) = 0;
     };
 
-    // Largest request message accepted (gRPC's default receive limit).
-    static constexpr std::size_t kMaxRequest = 4 * 1024 * 1024;
-
     GrpcConnection(boost::asio::local::stream_protocol::socket socket, Service& service);
-    ~GrpcConnection();
-    GrpcConnection(const GrpcConnection&) = delete;
-    GrpcConnection& operator=(const GrpcConnection&) = delete;
 
     void start();
 
@@ -81,7 +48,6 @@ public:
     // Ends the connection: GOAWAY, what can be written now, then the socket closes. The
     // service hears nothing more from it.
     void close();
-    bool closed() const { return closed_; }
 
 private:
     struct Stream {
@@ -100,24 +66,15 @@ private:
         GrpcFrame next;
     };
 
-    friend struct Http2Callbacks;  // nghttp2's callbacks, in the .cpp
+    friend struct ServerCallbacks;  // nghttp2's callbacks, in the .cpp
 
     void requestComplete(std::int32_t stream);
     void submitResponse(std::int32_t stream, Stream& state);
     void resume(std::int32_t stream, Stream& state);
-    void waitReadable();
-    void onReadable();
-    void flush();
-    void waitWritable();
-    void closeSocket();
+    void onClosed() override;
 
-    boost::asio::local::stream_protocol::socket socket_;
     Service* service_;
-    nghttp2_session* session_ = nullptr;
     std::map<std::int32_t, Stream> streams_;
-    std::string backlog_;  // output the socket did not take yet
-    bool busy_ = false;    // inside nghttp2: output is flushed when it returns
-    bool closed_ = false;
 };
 
 }  // namespace devlet::plugin

@@ -2,14 +2,13 @@
 
 #include <filesystem>
 
-#include <absl/synchronization/mutex.h>
-#include <boost/asio/post.hpp>
-#include <grpcpp/grpcpp.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "deviceplugin/v1beta1/api.pb.h"
+#include "plugin/device_list_encoder.h"
 #include "plugin/device_plugin_server.h"
+#include "plugin/grpc_channel.h"
 #include "runtime/log.h"
 
 namespace devlet::plugin {
@@ -27,12 +26,7 @@ bool exists(const std::string& path) {
 }  // namespace
 
 PluginHost::PluginHost(boost::asio::io_context& loop, FileWatch& watch, std::string devicePluginDir)
-    : loop_(loop), watch_(watch), dir_(std::move(devicePluginDir)) {
-    // gRPC locks Abseil mutexes, and Debian's Abseil checks the lock order of every
-    // acquisition for deadlock cycles (a graph update per lock): a debugging aid that
-    // costs CPU on every call a thousand plugins make.
-    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-}
+    : loop_(loop), watch_(watch), dir_(std::move(devicePluginDir)) {}
 
 PluginHost::~PluginHost() {
     *alive_ = false;
@@ -57,6 +51,7 @@ void PluginHost::stop() {
     queued_.clear();
     for (auto& [resource, plugin] : plugins_) plugin.server.reset();
     plugins_.clear();
+    registered_ = 0;
     socketOwners_.clear();
 }
 
@@ -99,7 +94,7 @@ void PluginHost::onDirectoryEvent(const std::string& name, std::uint32_t mask) {
     log.debug() << "socket of " << resource << " removed";
     Plugin& plugin = it->second;
     plugin.server.reset();
-    plugin.registration = Plugin::Registration::None;
+    setRegistration(plugin, Plugin::Registration::None);
     registerPlugin(resource, plugin);
 }
 
@@ -108,15 +103,7 @@ void PluginHost::kubeletAppeared() {
     ++kubeletEpoch_;
     inFlight_ = 0;
     queued_.clear();
-    // kubelet.sock appears at bind(), a moment before the kubelet listens: a connect in
-    // between is refused, and gRPC's default reconnect backoff (1 s and growing) would
-    // then hold every registration back. A local socket is cheap to retry quickly.
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 10);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 10);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
-    kubelet_ =
-        grpc::CreateCustomChannel("unix://" + kubeletSocket(), grpc::InsecureChannelCredentials(), args);
+    kubelet_ = std::make_unique<GrpcChannel>(loop_, kubeletSocket());
     log.info() << "kubelet at " << kubeletSocket() << "; registering " << plugins_.size()
                << " device plugin(s)";
     for (auto& [resource, plugin] : plugins_) registerPlugin(resource, plugin);
@@ -129,7 +116,7 @@ void PluginHost::kubeletGone() {
     inFlight_ = 0;
     queued_.clear();
     kubelet_.reset();
-    for (auto& [resource, plugin] : plugins_) plugin.registration = Plugin::Registration::None;
+    for (auto& [resource, plugin] : plugins_) setRegistration(plugin, Plugin::Registration::None);
     log.warning() << "kubelet gone (" << kubeletSocket() << " removed); waiting for it to come back";
 }
 
@@ -153,7 +140,7 @@ void PluginHost::registerPlugin(const std::string& resource, Plugin& plugin) {
     if (!kubeletPresent_ || stopped_ || !inventory_) return;
     if (inFlight_ >= kRegistrationWindow) {
         if (plugin.registration != Plugin::Registration::Queued) queued_.push_back(resource);
-        plugin.registration = Plugin::Registration::Queued;
+        setRegistration(plugin, Plugin::Registration::Queued);
         return;
     }
     plugin.server.reset();
@@ -162,47 +149,36 @@ void PluginHost::registerPlugin(const std::string& resource, Plugin& plugin) {
     const std::string path = socketPathFor(resource);
     if (auto outcome = server->start(path); !outcome) {
         log.error() << outcome.error();
-        plugin.registration = Plugin::Registration::None;
+        setRegistration(plugin, Plugin::Registration::None);
         scheduleRetry(resource, ++plugin.failures);
         return;
     }
-    server->publish(plugin.state);
+    server->publish(plugin.list);
     socketOwners_[std::filesystem::path(path).filename().string()] = resource;
     plugin.server = std::move(server);
-    plugin.registration = Plugin::Registration::Pending;
+    setRegistration(plugin, Plugin::Registration::Pending);
     plugin.attempt = ++attempts_;
 
-    struct Call {
-        grpc::ClientContext context;
-        v1beta1::RegisterRequest request;
-        v1beta1::Empty response;
-        std::unique_ptr<v1beta1::Registration::Stub> stub;
-    };
-    auto call = std::make_shared<Call>();
-    call->request.set_version("v1beta1");
-    call->request.set_endpoint(std::filesystem::path(path).filename().string());
-    call->request.set_resource_name(resource);
+    v1beta1::RegisterRequest request;
+    request.set_version("v1beta1");
+    request.set_endpoint(std::filesystem::path(path).filename().string());
+    request.set_resource_name(resource);
     // The kubelet reads the options through GetDevicePluginOptions; send the same here.
-    call->request.mutable_options()->set_get_preferred_allocation_available(
+    request.mutable_options()->set_get_preferred_allocation_available(
         inventory_->isConfigurationLevel(resource));
-    // The kubelet dials back with a 10 s timeout before answering. Waiting for the
-    // channel rides out the moment between the kubelet's bind() and listen().
-    call->context.set_wait_for_ready(true);
-    call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
-    call->stub = v1beta1::Registration::NewStub(kubelet_);
     const std::uint64_t attempt = plugin.attempt;
     ++inFlight_;
-    call->stub->async()->Register(
-        &call->context, &call->request, &call->response,
-        [this, &loop = loop_, call, attempt, epoch = kubeletEpoch_, resource,
-         alive = alive_](grpc::Status status) {
-            boost::asio::post(loop, [this, attempt, epoch, resource, alive, status] {
-                if (!*alive) return;
-                if (epoch == kubeletEpoch_ && inFlight_ > 0) --inFlight_;
-                onRegistered(resource, attempt, status.ok(), status.error_message());
-                registerQueued();
-            });
-        });
+    // The kubelet dials back with a 10 s timeout before answering. Waiting for the
+    // socket rides out the moment between the kubelet's bind() and listen().
+    kubelet_->call("/v1beta1.Registration/Register", request.SerializeAsString(),
+                   {.timeout = std::chrono::seconds(15), .waitForReady = true},
+                   [this, attempt, epoch = kubeletEpoch_, resource, alive = alive_](const GrpcStatus& status,
+                                                                                    const std::string&) {
+                       if (!*alive) return;
+                       if (epoch == kubeletEpoch_ && inFlight_ > 0) --inFlight_;
+                       onRegistered(resource, attempt, status.ok(), status.message);
+                       registerQueued();
+                   });
 }
 
 void PluginHost::onRegistered(const std::string& resource, std::uint64_t attempt, bool ok,
@@ -212,13 +188,13 @@ void PluginHost::onRegistered(const std::string& resource, std::uint64_t attempt
     Plugin& plugin = it->second;
     ++(ok ? registrations_ : registrationFailures_);
     if (!ok) {
-        plugin.registration = Plugin::Registration::None;
+        setRegistration(plugin, Plugin::Registration::None);
         if (plugin.failures++ == 0)
             log.warning() << "registering " << resource << " failed: " << error << "; retrying";
         scheduleRetry(resource, plugin.failures);
         return;
     }
-    plugin.registration = Plugin::Registration::Done;
+    setRegistration(plugin, Plugin::Registration::Done);
     if (plugin.failures)
         log.info() << resource << " registered after " << plugin.failures << " failed attempt(s)";
     plugin.failures = 0;
@@ -235,7 +211,7 @@ void PluginHost::registerQueued() {
         queued_.pop_front();
         auto it = plugins_.find(resource);
         if (it == plugins_.end() || it->second.registration != Plugin::Registration::Queued) continue;
-        it->second.registration = Plugin::Registration::None;
+        setRegistration(it->second, Plugin::Registration::None);
         registerPlugin(resource, it->second);
     }
 }
@@ -255,20 +231,24 @@ void PluginHost::resourceChanged(ResourceState state) {
     if (stopped_) return;
     auto [it, added] = plugins_.try_emplace(state.resource);
     Plugin& plugin = it->second;
-    // The same list again (a change elsewhere in the configuration): nothing to send.
-    const bool same = !added && plugin.state == state;
-    if (!same) plugin.state = std::move(state);
+    // Kept as it goes on the wire, shared with the plugin's streams: a thousand plugins
+    // hold one copy of their lists, and the same list again (a change elsewhere in the
+    // configuration) is not sent.
+    GrpcFrame list = frameMessage(encodeDeviceList(state.devices));
+    const bool same = !added && plugin.list && *plugin.list == *list;
+    if (!same) plugin.list = std::move(list);
     if (plugin.server) {
-        if (!same) plugin.server->publish(plugin.state);
+        if (!same) plugin.server->publish(plugin.list);
     } else if (plugin.registration == Plugin::Registration::None && plugin.failures == 0) {
         registerPlugin(it->first, plugin);
     }
-    if (added) log.debug() << it->first << " offered with " << plugin.state.devices.size() << " device(s)";
+    if (added) log.debug() << it->first << " offered with " << state.devices.size() << " device(s)";
 }
 
 void PluginHost::resourceWithdrawn(const std::string& resource) {
     auto it = plugins_.find(resource);
     if (it == plugins_.end()) return;
+    setRegistration(it->second, Plugin::Registration::None);
     plugins_.erase(it);  // the server's destructor ends its streams and removes its socket
     log.info() << resource << " withdrawn";
 }
@@ -278,11 +258,10 @@ PluginHost::KubeletState PluginHost::kubeletState() const {
     return registered() == plugins_.size() ? KubeletState::Connected : KubeletState::Registering;
 }
 
-std::size_t PluginHost::registered() const {
-    std::size_t n = 0;
-    for (const auto& [resource, plugin] : plugins_)
-        n += plugin.registration == Plugin::Registration::Done ? 1 : 0;
-    return n;
+void PluginHost::setRegistration(Plugin& plugin, Plugin::Registration registration) {
+    if (plugin.registration == Plugin::Registration::Done) --registered_;
+    if (registration == Plugin::Registration::Done) ++registered_;
+    plugin.registration = registration;
 }
 
 }  // namespace devlet::plugin

@@ -13,16 +13,14 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "plugin/grpc_wire.h"
 #include "runtime/file_watch.h"
 #include "runtime/inventory.h"
-
-namespace grpc {
-class Channel;
-}
 
 namespace devlet::plugin {
 
 class DevicePluginServer;
+class GrpcChannel;
 
 class PluginHost : public InventoryObserver {
 public:
@@ -42,7 +40,7 @@ public:
 
     KubeletState kubeletState() const;
     std::string kubeletSocket() const { return dir_ + "/kubelet.sock"; }
-    std::size_t registered() const;
+    std::size_t registered() const { return registered_; }
     std::size_t offered() const { return plugins_.size(); }
     // Register calls since start that the kubelet accepted, and that failed.
     std::uint64_t registrations() const { return registrations_; }
@@ -57,13 +55,15 @@ public:
 
 private:
     struct Plugin {
-        ResourceState state;
+        GrpcFrame list;  // the latest device list, framed for the wire
         std::unique_ptr<DevicePluginServer> server;
         enum class Registration { None, Queued, Pending, Done } registration = Registration::None;
         std::uint64_t attempt = 0;  // ignores answers to superseded registrations
         int failures = 0;
     };
 
+    // Every change of a plugin's registration goes through here: it keeps registered_.
+    void setRegistration(Plugin& plugin, Plugin::Registration registration);
     void onDirectoryEvent(const std::string& name, std::uint32_t mask);
     void kubeletAppeared();
     void kubeletGone();
@@ -78,11 +78,12 @@ private:
     FileWatch& watch_;
     std::string dir_;
     Inventory* inventory_ = nullptr;
-    std::shared_ptr<grpc::Channel> kubelet_;
+    std::unique_ptr<GrpcChannel> kubelet_;  // Registration, on kubelet.sock
     bool kubeletPresent_ = false;
     bool stopped_ = false;
     std::map<std::string, Plugin> plugins_;
     std::map<std::string, std::string> socketOwners_;  // socket file name -> resource (may be stale)
+    std::size_t registered_ = 0;                       // plugins whose registration is Done
     std::uint64_t generation_ = 0;
     std::uint64_t attempts_ = 0;
     std::uint64_t registrations_ = 0;
@@ -93,7 +94,7 @@ private:
     std::uint64_t kubeletEpoch_ = 0;  // answers from an earlier kubelet do not count
     std::deque<std::string> queued_;  // resources waiting for a registration slot
     std::string waitingSince_;
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for callbacks from gRPC threads
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for timers that outlive the host
 };
 
 }  // namespace devlet::plugin

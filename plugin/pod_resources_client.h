@@ -7,17 +7,22 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/steady_timer.hpp>
 
 #include "runtime/inventory.h"
 
-namespace grpc {
-class Channel;
-}
-
 namespace devlet::plugin {
+
+class GrpcChannel;
+
+// The devices a serialized ListPodResourcesResponse reports held, appended to `held`;
+// false if the bytes are not such a message. Read in place, without building the
+// message: a node with hundreds of pods answers with one of several hundred KiB, every
+// few seconds.
+bool readHeldDevices(std::string_view response, std::vector<PodDevice>& held);
 
 class PodResourcesClient {
 public:
@@ -42,7 +47,7 @@ private:
     ListHandler onList_;
     ErrorHandler onError_;
     boost::asio::steady_timer timer_;
-    std::shared_ptr<grpc::Channel> channel_;
+    std::unique_ptr<GrpcChannel> channel_;
     bool inFlight_ = false;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

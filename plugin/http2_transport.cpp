@@ -1,0 +1,226 @@
+#include "plugin/http2_transport.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include <nghttp2/nghttp2.h>
+#include <sys/mman.h>
+
+#include "runtime/log.h"
+
+namespace devlet::plugin {
+
+namespace {
+constexpr Log log{"kubelet"};
+// Output is gathered up to this size before a write: a 4,000-slot device list is
+// about 110 KB in 16 KB DATA frames, written in two system calls rather than eight.
+constexpr std::size_t kWriteChunk = 64 * 1024;
+// Reads per readiness, so one busy connection cannot starve the loop.
+constexpr int kReadRounds = 16;
+
+// nghttp2's memory. Every session takes a 16 KiB frame buffer at once, of which a
+// plugin with a few devices writes a page. Blocks that size are mapped rather than
+// taken from the heap, so the pages nobody writes cost nothing and a closed connection
+// gives its memory back at once.
+namespace session_memory {
+constexpr std::size_t kHeader = 16;  // the block's size, keeping 16-byte alignment
+constexpr std::size_t kMapFrom = 8192;
+
+void* allocate(std::size_t size, bool zeroed = false) {
+    const std::size_t total = size + kHeader;
+    void* base = nullptr;
+    if (total >= kMapFrom) {
+        base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED) return nullptr;
+    } else {
+        // calloc, not malloc and memset: glibc leaves fresh pages alone, so a 4 KiB stream
+        // table costs only the page its few used buckets are on.
+        base = zeroed ? std::calloc(1, total) : std::malloc(total);
+        if (!base) return nullptr;
+    }
+    *static_cast<std::size_t*>(base) = total;
+    return static_cast<char*>(base) + kHeader;
+}
+
+void release(void* block, void*) {
+    if (!block) return;
+    char* base = static_cast<char*>(block) - kHeader;
+    const std::size_t total = *reinterpret_cast<std::size_t*>(base);
+    if (total >= kMapFrom) {
+        ::munmap(base, total);
+    } else {
+        std::free(base);
+    }
+}
+
+void* allocateFor(std::size_t size, void*) {
+    return allocate(size);
+}
+
+void* allocateZeroed(std::size_t count, std::size_t size, void*) {
+    if (size != 0 && count > SIZE_MAX / size) return nullptr;
+    return allocate(count * size, true);  // mapped blocks come zeroed too
+}
+
+void* reallocate(void* block, std::size_t size, void*) {
+    if (!block) return allocate(size);
+    const std::size_t old = *reinterpret_cast<std::size_t*>(static_cast<char*>(block) - kHeader) - kHeader;
+    void* moved = allocate(size);
+    if (!moved) return nullptr;
+    std::memcpy(moved, block, std::min(old, size));
+    release(block, nullptr);
+    return moved;
+}
+}  // namespace session_memory
+}  // namespace
+
+bool Http2Transport::makeSession(bool server, const nghttp2_session_callbacks* callbacks,
+                                 const nghttp2_option* option) {
+    static nghttp2_mem memory{nullptr, session_memory::allocateFor, session_memory::release,
+                              session_memory::allocateZeroed, session_memory::reallocate};
+    const int made = server ? nghttp2_session_server_new3(&session_, callbacks, this, option, &memory)
+                            : nghttp2_session_client_new3(&session_, callbacks, this, option, &memory);
+    return made == 0;
+}
+
+Http2Transport::Http2Transport(boost::asio::local::stream_protocol::socket socket)
+    : socket_(std::move(socket)) {}
+
+Http2Transport::~Http2Transport() {
+    if (session_) nghttp2_session_del(session_);
+}
+
+void Http2Transport::run() {
+    boost::system::error_code ec;
+    socket_.non_blocking(true, ec);
+    if (ec) {
+        log.warning() << "cannot use a kubelet connection: " << ec.message();
+        closeSocket();
+        return;
+    }
+    flush();
+    if (!closed_) waitReadable();
+}
+
+void Http2Transport::waitReadable() {
+    socket_.async_wait(boost::asio::socket_base::wait_read,
+                       [self = shared_from_this()](boost::system::error_code ec) {
+                           if (!ec) self->onReadable();
+                       });
+}
+
+void Http2Transport::onReadable() {
+    if (closed_) return;
+    // One buffer for every connection of the loop: nghttp2 copies what it keeps.
+    thread_local std::array<std::uint8_t, 64 * 1024> buffer;
+    for (int round = 0; round < kReadRounds; ++round) {
+        boost::system::error_code ec;
+        const std::size_t n = socket_.read_some(boost::asio::buffer(buffer), ec);
+        if (ec == boost::asio::error::would_block) break;
+        if (ec) {  // end of file: the peer hung up
+            log.debug() << "HTTP/2 connection: " << ec.message();
+            closeSocket();
+            return;
+        }
+        busy_ = true;
+        const auto consumed = nghttp2_session_mem_recv(session_, buffer.data(), n);
+        busy_ = false;
+        if (closed_) return;
+        if (consumed < 0) {
+            log.debug() << "HTTP/2 connection: " << nghttp2_strerror(static_cast<int>(consumed));
+            flush();  // the GOAWAY that says why, if it can still be written
+            closeSocket();
+            return;
+        }
+        if (n < buffer.size()) break;
+    }
+    flush();
+    if (!closed_) waitReadable();
+}
+
+void Http2Transport::flush() {
+    if (busy_ || closed_ || !session_ || !backlog_.empty()) return;
+    thread_local std::string out;
+    for (;;) {
+        out.clear();
+        bool more = true;
+        busy_ = true;
+        while (out.size() < kWriteChunk) {
+            const std::uint8_t* data = nullptr;
+            const auto n = nghttp2_session_mem_send(session_, &data);
+            if (n < 0) {
+                busy_ = false;
+                log.debug() << "HTTP/2 connection: " << nghttp2_strerror(static_cast<int>(n));
+                closeSocket();
+                return;
+            }
+            if (n == 0) {
+                more = false;
+                break;
+            }
+            out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+        }
+        busy_ = false;
+        if (closed_) return;
+        std::size_t written = 0;
+        while (written < out.size()) {
+            boost::system::error_code ec;
+            written +=
+                socket_.write_some(boost::asio::buffer(out.data() + written, out.size() - written), ec);
+            if (ec == boost::asio::error::would_block) break;
+            if (ec) {
+                closeSocket();
+                return;
+            }
+        }
+        if (written < out.size()) {
+            backlog_.assign(out, written);
+            waitWritable();
+            return;
+        }
+        if (!more) break;
+    }
+    if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) {
+        log.debug() << "HTTP/2 connection: session over";
+        closeSocket();
+    }
+}
+
+void Http2Transport::waitWritable() {
+    socket_.async_wait(
+        boost::asio::socket_base::wait_write, [self = shared_from_this()](boost::system::error_code ec) {
+            if (ec || self->closed_) return;
+            std::string& backlog = self->backlog_;
+            std::size_t written = 0;
+            while (written < backlog.size()) {
+                written += self->socket_.write_some(
+                    boost::asio::buffer(backlog.data() + written, backlog.size() - written), ec);
+                if (ec == boost::asio::error::would_block) break;
+                if (ec) {
+                    self->closeSocket();
+                    return;
+                }
+            }
+            backlog.erase(0, written);
+            if (!backlog.empty()) {
+                self->waitWritable();
+                return;
+            }
+            std::string().swap(backlog);  // an idle connection keeps no buffer
+            self->flush();
+        });
+}
+
+void Http2Transport::closeSocket() {
+    if (closed_) return;
+    closed_ = true;
+    boost::system::error_code ec;
+    socket_.close(ec);
+    std::string().swap(backlog_);
+    onClosed();
+}
+
+}  // namespace devlet::plugin
