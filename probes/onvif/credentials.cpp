@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -114,6 +115,12 @@ Outcome CredentialStore::loadSystemdCredential(const std::string& name, Credenti
             "credential " + name +
             " needs systemd credentials (LoadCredential=), and $CREDENTIALS_DIRECTORY is not set");
     return load(std::string(dir) + "/" + name, store);
+}
+
+CredentialStore CredentialStore::withDefault(Credential credential) {
+    CredentialStore store;
+    store.default_ = std::move(credential);
+    return store;
 }
 
 std::optional<Credential> CredentialStore::find(const std::string& uuid, const std::string& ip,

@@ -23,6 +23,9 @@ public:
     // Parses the YAML text (the file's permissions are checked by load).
     static Outcome parse(const std::string& text, const std::string& where, CredentialStore& store);
 
+    // A store with one default entry and no per-camera ones (`devlet probe onvif --user`).
+    static CredentialStore withDefault(Credential credential);
+
     // The entry for the uuid, the IP address or the MAC address (first that has one), else
     // the default.
     std::optional<Credential> find(const std::string& uuid, const std::string& ip,

@@ -82,13 +82,13 @@ std::string urlHost(const std::string& url) {
     return rest.substr(0, rest.find(':'));
 }
 
-std::optional<std::string> filterOut(const std::optional<FilterList>& filter, const std::string& what,
-                                     const std::vector<std::string>& values) {
+std::optional<std::string> filterOut(const std::optional<FilterList>& filter, const std::string& key,
+                                     const std::string& what, const std::vector<std::string>& values) {
     if (!filter) return std::nullopt;
     if (filter->action == FilterAction::Exclude && filter->items.empty()) return std::nullopt;
     const bool known =
         std::any_of(values.begin(), values.end(), [](const std::string& v) { return !v.empty(); });
-    if (!known) return what + " unknown, and the " + what + " filter needs it";
+    if (!known) return what + " unknown, and the " + key + " filter needs it";
     bool matched = false;
     std::string hit;
     for (const std::string& item : filter->items) {
@@ -100,25 +100,27 @@ std::optional<std::string> filterOut(const std::optional<FilterList>& filter, co
         }
     }
     if (filter->action == FilterAction::Include && !matched)
-        return what + " " + (values.size() == 1 ? values.front() : std::string("list")) + " is not included";
-    if (filter->action == FilterAction::Exclude && matched) return what + " " + hit + " is excluded";
+        return what + " " + (values.size() == 1 ? values.front() : std::string("list")) +
+               " is not included by the " + key + " filter";
+    if (filter->action == FilterAction::Exclude && matched)
+        return what + " " + hit + " is excluded by the " + key + " filter";
     return std::nullopt;
 }
 
 std::optional<std::string> discoveryFilterOut(const OnvifDetails& details, const std::string& uuid,
                                               const std::vector<std::string>& scopes) {
-    if (auto why = filterOut(details.uuids, "uuid", {uuid})) return why;
+    if (auto why = filterOut(details.uuids, "uuids", "uuid", {uuid})) return why;
     // Akri compares scopes exactly (not case-insensitively) against any token.
     if (details.scopes) {
         const FilterList& filter = *details.scopes;
         if (!(filter.action == FilterAction::Exclude && filter.items.empty())) {
-            const bool matched =
-                std::any_of(filter.items.begin(), filter.items.end(), [&](const std::string& item) {
-                    return std::find(scopes.begin(), scopes.end(), item) != scopes.end();
-                });
-            if (filter.action == FilterAction::Include && !matched)
-                return std::string("no scope is included");
-            if (filter.action == FilterAction::Exclude && matched) return std::string("a scope is excluded");
+            auto hit = std::find_if(filter.items.begin(), filter.items.end(), [&](const std::string& item) {
+                return std::find(scopes.begin(), scopes.end(), item) != scopes.end();
+            });
+            if (filter.action == FilterAction::Include && hit == filter.items.end())
+                return std::string("no scope is included by the scopes filter");
+            if (filter.action == FilterAction::Exclude && hit != filter.items.end())
+                return "scope " + *hit + " is excluded by the scopes filter";
         }
     }
     return std::nullopt;
@@ -128,8 +130,9 @@ std::optional<std::string> cameraFilterOut(const OnvifDetails& details, const Ca
     if (auto why = discoveryFilterOut(details, camera.uuid, camera.scopes)) return why;
     const std::string ip =
         camera.report.ipAddress.empty() ? urlHost(camera.serviceUrl) : camera.report.ipAddress;
-    if (auto why = filterOut(details.ipAddresses, "IP address", {ip})) return why;
-    if (auto why = filterOut(details.macAddresses, "MAC address", {camera.report.macAddress})) return why;
+    if (auto why = filterOut(details.ipAddresses, "ipAddresses", "IP address", {ip})) return why;
+    if (auto why = filterOut(details.macAddresses, "macAddresses", "MAC address", {camera.report.macAddress}))
+        return why;
     if (camera.report.state == CameraState::Unreachable || camera.report.state == CameraState::Reachable)
         return std::string("the camera does not answer: ") + describe(camera.report.state);
     if (camera.report.auth == AuthResult::Refused && !details.offerUnauthenticated)

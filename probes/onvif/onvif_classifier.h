@@ -82,10 +82,10 @@ bool isUsableServiceUrl(const std::string& url);
 // The host part of a URL ("192.0.2.7" for http://192.0.2.7:8080/onvif/device_service).
 std::string urlHost(const std::string& url);
 
-// Akri's execute_filter on one value: nullopt = kept, else why it was dropped.
-// `value` empty = unknown (a lookup failed).
-std::optional<std::string> filterOut(const std::optional<FilterList>& filter, const std::string& what,
-                                     const std::vector<std::string>& values);
+// Akri's execute_filter on one value: nullopt = kept, else why it was dropped, naming the
+// filter by its discoveryDetails key. `value` empty = unknown (a lookup failed).
+std::optional<std::string> filterOut(const std::optional<FilterList>& filter, const std::string& key,
+                                     const std::string& what, const std::vector<std::string>& values);
 
 // The filters that need only WS-Discovery (uuids, scopes): why the endpoint is dropped.
 std::optional<std::string> discoveryFilterOut(const OnvifDetails& details, const std::string& uuid,

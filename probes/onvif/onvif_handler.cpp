@@ -1,7 +1,9 @@
 #include "probes/onvif/onvif_handler.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -117,18 +119,29 @@ struct Channel {
 
 struct Camera {
     CameraObservation observation;
-    bool queried = false;  // a full query has returned
-    bool busy = false;     // a call is in flight
-    int missed = 0;        // liveness checks failed in a row
-    bool left = false;     // said Bye
+    bool queried = false;                                // a full query has found the camera up
+    bool answered = false;                               // a full query has returned, whatever it found
+    bool busy = false;                                   // a call is in flight
+    int missed = 0;                                      // liveness checks failed in a row
+    bool left = false;                                   // said Bye
+    CameraState lastCheck = CameraState::UpWithoutAuth;  // of the latest failed check
+    std::string lastCheckError;
+};
+
+// What a probe is for: the daemon's long-running discovery, or one pass of
+// `devlet probe onvif`, which probes once, listens for no Hello and checks no liveness.
+struct ProbeMode {
+    bool pass = false;
+    std::optional<Credential> credential;  // replaces the configuration's credentials
 };
 
 class OnvifProbe : public Probe {
 public:
     OnvifProbe(std::string configuration, OnvifDetails details, asio::io_context& loop, ProbeSink& sink,
-               std::shared_ptr<WorkerPool> pool)
+               std::shared_ptr<WorkerPool> pool, ProbeMode mode = {})
         : configuration_(std::move(configuration)),
           details_(std::move(details)),
+          mode_(std::move(mode)),
           loop_(loop),
           sink_(sink),
           pool_(std::move(pool)),
@@ -152,7 +165,37 @@ public:
         loadCredentials();
         openSockets();
         cycle();
-        scheduleLiveness();
+        if (!mode_.pass) scheduleLiveness();
+    }
+
+    // The pass is over: the window after the last Probe has passed and no query is out.
+    bool passDone() const {
+        if (socketProblem_.empty() && (!firstWindowDone_ || sweeping_)) return false;
+        return std::none_of(cameras_.begin(), cameras_.end(), [](const auto& c) { return c.second.busy; });
+    }
+
+    // Every camera heard of: queried ones, and those a discovery filter excluded. The state
+    // a status page shows per camera; refreshed with every snapshot.
+    std::vector<CameraStatus> statuses() const {
+        std::vector<CameraStatus> all;
+        all.reserve(cameras_.size() + excluded_.size());
+        for (const auto& [key, camera] : cameras_) all.push_back(statusOf(camera));
+        for (const auto& [key, status] : excluded_) all.push_back(status);
+        sortStatuses(all);
+        return all;
+    }
+
+    OnvifPassResult passResult() const {
+        OnvifPassResult result;
+        result.configuration = configuration_;
+        result.cameras = statuses();
+        result.problems = notes_;
+        if (!credentialsProblem_.empty()) result.problems.push_back(credentialsProblem_);
+        if (!socketProblem_.empty()) result.problems.push_back(socketProblem_);
+        result.networkUnusable = !socketProblem_.empty();
+        result.notCameras = notCameras_;
+        result.unicastProbes = unicastSent_;
+        return result;
     }
 
     void stop() override {
@@ -174,16 +217,28 @@ public:
     }
 
 private:
+    // The daemon logs trouble; a pass hands it to the command that prints it.
+    void warn(const std::string& message) {
+        if (mode_.pass) {
+            if (std::find(notes_.begin(), notes_.end(), message) == notes_.end() && notes_.size() < 16)
+                notes_.push_back(message);
+        } else {
+            log.warning() << configuration_ << ": " << message;
+        }
+    }
+
     void loadCredentials() {
         Outcome loaded = Outcome::ok();
-        if (!details_.credentialsFile.empty()) {
+        if (mode_.credential) {
+            credentials_ = CredentialStore::withDefault(*mode_.credential);
+        } else if (!details_.credentialsFile.empty()) {
             loaded = CredentialStore::load(details_.credentialsFile, credentials_);
         } else if (!details_.credential.empty()) {
             loaded = CredentialStore::loadSystemdCredential(details_.credential, credentials_);
         }
         if (!loaded) {
             credentialsProblem_ = loaded.error();
-            log.error() << configuration_ << ": " << loaded.error();
+            if (!mode_.pass) log.error() << configuration_ << ": " << loaded.error();
         } else if (!credentials_.empty()) {
             log.debug() << configuration_ << ": " << credentials_.size() << " credential entries loaded";
         }
@@ -199,7 +254,12 @@ private:
             fail("cannot open the WS-Discovery socket: " + error.message());
             return;
         }
+        // Every camera on a segment answers a multicast Probe at once (most wait no random
+        // delay); the kernel caps this at net.core.rmem_max.
+        boost::system::error_code ignored;
+        probeSocket_.set_option(asio::socket_base::receive_buffer_size(1 << 20), ignored);
         receiveProbeMatches();
+        if (mode_.pass) return;
 
         // The passive listener: a camera that starts says Hello here.
         listenSocket_.open(udp::v4(), error);
@@ -215,12 +275,10 @@ private:
                         listenSocket_.set_option(asio::ip::multicast::join_group(kDiscoveryGroup, *address),
                                                  joinError);
                     } else {
-                        log.warning() << configuration_ << ": interface " << name << " has no IPv4 address";
+                        warn("interface " + name + " has no IPv4 address");
                         continue;
                     }
-                    if (joinError)
-                        log.warning() << configuration_ << ": cannot listen for Hello on " << name << ": "
-                                      << joinError.message();
+                    if (joinError) warn("cannot listen for Hello on " + name + ": " + joinError.message());
                 }
             }
         }
@@ -253,15 +311,23 @@ private:
             }
         }
         startUnicastSweep();
-        windowTimer_.expires_after(details_.discoveryTimeout);
-        windowTimer_.async_wait([this, alive = alive_](const boost::system::error_code& e) {
-            if (e || !*alive) return;
-            firstWindowDone_ = true;
-            report();
-        });
+        startWindow();
+        if (mode_.pass) return;
         cycleTimer_.expires_after(details_.rescanInterval);
         cycleTimer_.async_wait([this, alive = alive_](const boost::system::error_code& e) {
             if (!e && *alive) cycle();
+        });
+    }
+
+    // Answers to the last Probe sent count for the first snapshot: the window ends
+    // discoveryTimeout after the multicast Probe, or after the last unicast Probe of a sweep
+    // that takes longer (a /16 goes out in bursts over about 5 s).
+    void startWindow() {
+        windowTimer_.expires_after(details_.discoveryTimeout);
+        windowTimer_.async_wait([this, alive = alive_](const boost::system::error_code& e) {
+            if (e || !*alive || sweeping_) return;
+            firstWindowDone_ = true;
+            report();
         });
     }
 
@@ -272,8 +338,7 @@ private:
             boost::system::error_code error;
             probeSocket_.send_to(asio::buffer(probe), group, 0, error);
             if (error && error != asio::error::would_block)
-                log.warning() << configuration_ << ": multicast Probe on " << label
-                              << " failed: " << error.message();
+                warn("multicast Probe on " + label + " failed: " + error.message());
         };
         if (details_.interfaces.empty()) {
             sendOn("the default interface");
@@ -285,31 +350,49 @@ private:
                 probeSocket_.set_option(asio::ip::multicast::outbound_interface(*address), error);
                 if (!error) sendOn(name);
             } else {
-                log.warning() << configuration_ << ": interface " << name << " has no IPv4 address";
+                warn("interface " + name + " has no IPv4 address");
             }
         }
     }
 
+    // Cameras on other subnets: the same Probe, unicast to every address of unicastTargets.
+    // All of them share one socket and one MessageID, so nothing waits for an answer: the
+    // sweep sends unicastConcurrency Probes per burst, a burst every 20 ms, and answers
+    // arrive while it goes on. A /24 is one burst; a /16 takes 256 bursts.
     void startUnicastSweep() {
-        if (details_.unicastTargets.empty()) return;
+        if (details_.unicastTargets.empty() || !probeSocket_.is_open()) return;
         unicastId_ = newMessageId();
         sentIds_.insert(unicastId_);
         unicastProbe_ = encodeProbe(unicastId_);
         unicastRange_ = 0;
         unicastNext_ = details_.unicastTargets.front().first;
+        sweepFailures_ = 0;
+        sweepFailure_.clear();
+        sweeping_ = true;
         sendUnicastBurst();
     }
 
-    // Sends up to unicastConcurrency probes, then waits a little: a /16 is not one burst.
     void sendUnicastBurst() {
         if (!running_ || unicastProbe_.empty()) return;
         int sent = 0;
+        bool full = false;
         while (unicastRange_ < details_.unicastTargets.size() && sent < details_.unicastConcurrency) {
             const Ipv4Range& range = details_.unicastTargets[unicastRange_];
             boost::system::error_code error;
             probeSocket_.send_to(asio::buffer(unicastProbe_),
                                  udp::endpoint(asio::ip::address_v4(unicastNext_), kDiscoveryPort), 0, error);
+            if (error == asio::error::would_block || error == asio::error::no_buffer_space) {
+                // The socket's buffer is full: this address goes first in the next burst.
+                full = true;
+                break;
+            }
             ++sent;
+            ++unicastSent_;
+            if (error) {
+                // No route, or a broadcast address inside the range: that address only.
+                if (sweepFailures_++ == 0)
+                    sweepFailure_ = asio::ip::address_v4(unicastNext_).to_string() + ": " + error.message();
+            }
             if (unicastNext_ >= range.last) {
                 if (++unicastRange_ < details_.unicastTargets.size())
                     unicastNext_ = details_.unicastTargets[unicastRange_].first;
@@ -317,11 +400,25 @@ private:
                 ++unicastNext_;
             }
         }
-        if (unicastRange_ >= details_.unicastTargets.size()) return;
-        unicastTimer_.expires_after(std::chrono::milliseconds(20));
+        if (unicastRange_ >= details_.unicastTargets.size()) {
+            sweepDone();
+            return;
+        }
+        unicastTimer_.expires_after(std::chrono::milliseconds(full ? 5 : 20));
         unicastTimer_.async_wait([this, alive = alive_](const boost::system::error_code& e) {
             if (!e && *alive) sendUnicastBurst();
         });
+    }
+
+    void sweepDone() {
+        sweeping_ = false;
+        if (sweepFailures_ > 0)
+            warn("unicast Probes to " + std::to_string(sweepFailures_) + " address" +
+                 (sweepFailures_ == 1 ? "" : "es") + " of unicastTargets could not be sent (" +
+                 sweepFailure_ + ")");
+        log.debug() << configuration_ << ": unicast sweep sent " << unicastSent_ << " Probes";
+        // The first snapshot waits for answers to the last of them.
+        if (!firstWindowDone_) startWindow();
     }
 
     void receiveProbeMatches() {
@@ -373,13 +470,21 @@ private:
         const std::string uuid = endpointUuid(endpoint.address);
         if (uuid.empty()) return;
         if (!isCamera(endpoint.types)) {
-            if (ignored_.insert(uuid))
+            if (ignored_.insert(uuid)) {
                 log.debug() << configuration_ << ": " << endpoint.address << " is not a camera; ignored";
+                if (notCameras_.size() < 64) notCameras_.push_back(endpoint.address);
+            }
             return;
         }
         if (auto why = discoveryFilterOut(details_, uuid, endpoint.scopes)) {
             if (ignored_.insert(uuid + *why))
                 log.debug() << configuration_ << ": camera " << uuid << " filtered: " << *why;
+            // Remembered for the status page; never queried: a filtered camera gets no credentials.
+            for (const std::string& url : endpoint.xaddrs) {
+                const std::string key = url + "-" + uuid;
+                if (excluded_.size() >= kMaxCameras && !excluded_.count(key)) break;
+                excluded_[key] = excludedCameraStatus(uuid, url, endpoint.scopes, *why);
+            }
             return;
         }
         for (const std::string& url : endpoint.xaddrs) {
@@ -415,6 +520,7 @@ private:
 
     void bye(const DiscoveredEndpoint& endpoint) {
         const std::string uuid = endpointUuid(endpoint.address);
+        std::erase_if(excluded_, [&](const auto& entry) { return entry.second.uuid == uuid; });
         bool changed = false;
         for (auto& [key, camera] : cameras_) {
             if (camera.observation.uuid != uuid || camera.left) continue;
@@ -453,9 +559,12 @@ private:
         if (it == cameras_.end()) return;
         Camera& camera = it->second;
         camera.busy = false;
+        camera.answered = true;
         const bool up = result.state == CameraState::UpWithAuth || result.state == CameraState::UpWithoutAuth;
         if (!up) {
             ++camera.missed;
+            camera.lastCheck = result.state;
+            camera.lastCheckError = result.error;
             log.debug() << configuration_ << ": camera " << camera.observation.uuid << " at "
                         << camera.observation.serviceUrl << " is " << describe(result.state) << ": "
                         << result.error;
@@ -463,7 +572,7 @@ private:
             report();
             return;
         }
-        if (result.auth == AuthResult::Refused)
+        if (result.auth == AuthResult::Refused && !mode_.pass)
             log.warning() << configuration_ << ": camera " << camera.observation.uuid << " at "
                           << camera.observation.serviceUrl << ": authentication failed";
         camera.missed = 0;
@@ -518,6 +627,8 @@ private:
             return;
         }
         ++camera.missed;
+        camera.lastCheck = result.state;
+        camera.lastCheckError = result.error;
         if (camera.missed == details_.missedChecks) {
             log.info() << configuration_ << ": camera " << camera.observation.uuid << " at "
                        << camera.observation.serviceUrl << " stopped answering (" << result.error << ")";
@@ -536,6 +647,7 @@ private:
                 refused.push_back(camera.observation.uuid);
         }
         reportProblem(refused);
+        refreshStatuses();
         std::vector<Instance> instances = classifyOnvif(present, details_);
         if (reported_ && *reported_ == instances) return;
         if (!reported_ || reported_->size() != instances.size())
@@ -543,6 +655,36 @@ private:
                        << (instances.size() == 1 ? "" : "s") << " offered";
         reported_ = instances;
         sink_.reportSnapshot(configuration_, std::move(instances));
+    }
+
+    CameraStatus statusOf(const Camera& camera) const {
+        CameraProgress progress;
+        progress.answered = camera.answered;
+        progress.left = camera.left;
+        progress.gone = camera.queried && camera.missed >= details_.missedChecks;
+        progress.lastCheck = camera.lastCheck;
+        progress.lastCheckError = camera.lastCheckError;
+        return queriedCameraStatus(details_, camera.observation, progress);
+    }
+
+    // The one place each camera's state is kept for the status server (statuses_): a
+    // change of a camera's state or offer is also a log line a user can follow.
+    void refreshStatuses() {
+        std::vector<CameraStatus> now = statuses();
+        if (!mode_.pass) {
+            std::map<std::string, const CameraStatus*> before;
+            for (const CameraStatus& s : statuses_) before[s.instanceId] = &s;
+            for (const CameraStatus& s : now) {
+                auto it = before.find(s.instanceId);
+                if (s.status == DeviceStatus::Querying) continue;
+                if (it != before.end() && it->second->status == s.status && it->second->offered == s.offered)
+                    continue;
+                log.info() << configuration_ << ": camera " << s.uuid << " at " << s.serviceUrl << " is "
+                           << describe(s.status)
+                           << (s.offered ? std::string(", offered") : ", not offered: " + s.reason);
+            }
+        }
+        statuses_ = std::move(now);
     }
 
     // The status page shows probe errors: an unusable credentials file and cameras that
@@ -563,13 +705,14 @@ private:
     }
 
     void fail(const std::string& message) {
-        log.error() << configuration_ << ": " << message;
+        if (!mode_.pass) log.error() << configuration_ << ": " << message;
         socketProblem_ = message;
         reportProblem({});
     }
 
     std::string configuration_;
     OnvifDetails details_;
+    ProbeMode mode_;
     asio::io_context& loop_;
     ProbeSink& sink_;
     std::shared_ptr<WorkerPool> pool_;
@@ -579,6 +722,12 @@ private:
     std::string reportedProblem_;
     std::string socketProblem_;
     std::map<std::string, Camera> cameras_;  // by instance id (service URL + uuid)
+    // Cameras a discovery filter excluded, by instance id; at most kMaxCameras.
+    std::map<std::string, CameraStatus> excluded_;
+    // Each camera's state as of the last snapshot: what the status server is to show.
+    std::vector<CameraStatus> statuses_;
+    std::vector<std::string> notCameras_;  // endpoint addresses of responders that are no camera
+    std::vector<std::string> notes_;       // a pass's warnings, for the command to print
     std::optional<std::vector<Instance>> reported_;
     RecentIds sentIds_{64};
     RecentIds seenIds_{kRememberedMessages};
@@ -588,6 +737,10 @@ private:
     std::string unicastProbe_;
     std::size_t unicastRange_ = 0;
     std::uint32_t unicastNext_ = 0;
+    std::uint64_t unicastSent_ = 0;
+    std::uint64_t sweepFailures_ = 0;
+    std::string sweepFailure_;  // the first failed send of the sweep
+    bool sweeping_ = false;
     bool running_ = false;
     bool firstWindowDone_ = false;
     bool tooMany_ = false;
@@ -605,7 +758,46 @@ private:
     asio::steady_timer unicastTimer_;
 };
 
+// Takes a pass's probes' snapshots and errors; the pass reads the probes themselves.
+class IgnoringSink : public ProbeSink {
+public:
+    void reportSnapshot(const std::string&, std::vector<Instance>) override {}
+    void reportProbeError(const std::string&, const std::string&) override {}
+};
+
 }  // namespace
+
+std::vector<OnvifPassResult> runOnvifPass(const std::vector<OnvifPassRequest>& requests,
+                                          std::chrono::milliseconds limit, std::size_t workers) {
+    asio::io_context loop;
+    IgnoringSink sink;
+    auto pool = std::make_shared<WorkerPool>(workers);
+    std::vector<std::unique_ptr<OnvifProbe>> probes;
+    for (const OnvifPassRequest& request : requests) {
+        ProbeMode mode{true, request.credential};
+        probes.push_back(std::make_unique<OnvifProbe>(request.configuration, request.details, loop, sink,
+                                                      pool, std::move(mode)));
+    }
+    for (auto& probe : probes) probe->start();
+    // The longest window plus the limit: a camera that takes longer is reported as being queried.
+    std::chrono::milliseconds longest{0};
+    for (const OnvifPassRequest& request : requests)
+        longest = std::max(longest, request.details.discoveryTimeout);
+    const auto deadline = std::chrono::steady_clock::now() + longest + limit;
+    auto done = [&] {
+        return std::all_of(probes.begin(), probes.end(), [](const auto& p) { return p->passDone(); });
+    };
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+        loop.restart();
+        loop.run_for(std::chrono::milliseconds(20));
+    }
+    std::vector<OnvifPassResult> results;
+    for (auto& probe : probes) {
+        results.push_back(probe->passResult());
+        probe->stop();
+    }
+    return results;
+}
 
 OnvifHandler::OnvifHandler(std::size_t workers) : workers_(workers) {}
 

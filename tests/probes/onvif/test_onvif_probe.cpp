@@ -256,6 +256,48 @@ TEST_F(OnvifProbeTest, CameraOnAnotherSubnetIsFoundOnlyByUnicast) {
     EXPECT_EQ(byUuid(kUuidA)->properties.at("ONVIF_DEVICE_IP_ADDRESS"), "198.51.100.30");
 }
 
+// A /24 behind the router with three cameras and 251 addresses where nothing answers: the
+// one sweep of the probe (no rescan) finds all three. The sweep sends in bursts of
+// unicastConcurrency and waits for no answer, so silent addresses cost one datagram each.
+TEST_F(OnvifProbeTest, UnicastSweepFindsEveryCameraAmongSilentAddresses) {
+    camera(2, kUuidA, {}, true);
+    camera(128, kUuidB, {}, true);
+    camera(254, kUuidC, {"--user", "viewer", "--password", "other"}, true);
+    startProbe(details("unicastTargets: [198.51.100.0/24]\nunicastConcurrency: 16\n", 3600));
+    ASSERT_TRUE(runUntilCount(3, 60s)) << describe();
+    for (const char* uuid : {kUuidA, kUuidB, kUuidC})
+        EXPECT_EQ(byUuid(uuid)->properties.count("ONVIF_STREAM_0_URI"), 1u) << uuid << "\n" << describe();
+}
+
+// One pass, as `devlet probe onvif --target` runs it: the multicast Probe and a sweep of a
+// /24, then every camera's query; it returns by itself with each camera's state.
+TEST_F(OnvifProbeTest, PassSweepsARangeAndReturnsEveryCamerasState) {
+    camera(3, kUuidA, {}, true);
+    camera(200, kUuidB, {"--password", "changed"}, true);
+    camera(33, kUuidC, {"--user", "viewer", "--password", "other"});
+    ASSERT_TRUE(lab_->enter());
+    OnvifPassRequest request;
+    request.configuration = "pass";
+    std::vector<DetailsProblem> problems;
+    request.details = parseOnvifDetails("interfaces: [br0]\nunicastTargets: [198.51.100.0/24]\n", problems);
+    ASSERT_TRUE(problems.empty());
+    request.credential = Credential{"admin", "secret"};
+    const std::vector<OnvifPassResult> results = runOnvifPass({request}, 60s, 4);
+    lab_->leave();
+    ASSERT_EQ(results.size(), 1u);
+    const OnvifPassResult& result = results[0];
+    EXPECT_EQ(result.unicastProbes, 254u);
+    EXPECT_FALSE(result.networkUnusable);
+    std::map<std::string, CameraStatus> byUuid;
+    for (const CameraStatus& camera : result.cameras) byUuid[camera.uuid] = camera;
+    ASSERT_EQ(byUuid.size(), 3u);
+    EXPECT_EQ(byUuid.at(kUuidA).status, DeviceStatus::UpWithAuth);
+    EXPECT_EQ(byUuid.at(kUuidA).streams.size(), 2u);
+    EXPECT_EQ(byUuid.at(kUuidB).status, DeviceStatus::AuthenticationFailed);
+    // --user replaces the credentials file: the per-camera entry is not used.
+    EXPECT_EQ(byUuid.at(kUuidC).status, DeviceStatus::AuthenticationFailed);
+}
+
 TEST_F(OnvifProbeTest, HelloAddsAndByeRemovesACamera) {
     startProbe(details("", 3600));
     ASSERT_TRUE(runUntilCount(0));

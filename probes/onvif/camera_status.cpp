@@ -1,0 +1,121 @@
+#include "probes/onvif/camera_status.h"
+
+#include <algorithm>
+#include <iterator>
+#include <tuple>
+
+namespace devlet::onvif {
+
+const char* statusKey(DeviceStatus status) {
+    switch (status) {
+        case DeviceStatus::UpWithAuth:
+            return "UpWithAuth";
+        case DeviceStatus::UpWithoutAuth:
+            return "UpWithoutAuth";
+        case DeviceStatus::AuthenticationFailed:
+            return "AuthenticationFailed";
+        case DeviceStatus::Reachable:
+            return "Reachable";
+        case DeviceStatus::Unreachable:
+            return "Unreachable";
+        case DeviceStatus::Querying:
+            return "Querying";
+        case DeviceStatus::NotQueried:
+            return "NotQueried";
+    }
+    return "Unknown";
+}
+
+const char* describe(DeviceStatus status) {
+    switch (status) {
+        case DeviceStatus::UpWithAuth:
+            return "up with authentication";
+        case DeviceStatus::UpWithoutAuth:
+            return "up without authentication";
+        case DeviceStatus::AuthenticationFailed:
+            return "authentication failed";
+        case DeviceStatus::Reachable:
+            return "reachable";
+        case DeviceStatus::Unreachable:
+            return "unreachable";
+        case DeviceStatus::Querying:
+            return "being queried";
+        case DeviceStatus::NotQueried:
+            return "not queried";
+    }
+    return "unknown";
+}
+
+DeviceStatus deviceStatus(const CameraReport& report) {
+    switch (report.state) {
+        case CameraState::UpWithAuth:
+            return DeviceStatus::UpWithAuth;
+        case CameraState::UpWithoutAuth:
+            return report.auth == AuthResult::Refused ? DeviceStatus::AuthenticationFailed
+                                                      : DeviceStatus::UpWithoutAuth;
+        case CameraState::Reachable:
+            return DeviceStatus::Reachable;
+        case CameraState::Unreachable:
+            return DeviceStatus::Unreachable;
+    }
+    return DeviceStatus::Unreachable;
+}
+
+CameraStatus queriedCameraStatus(const OnvifDetails& details, const CameraObservation& camera,
+                                 const CameraProgress& progress) {
+    CameraStatus status;
+    status.uuid = camera.uuid;
+    status.serviceUrl = camera.serviceUrl;
+    status.instanceId = camera.serviceUrl + "-" + camera.uuid;
+    status.scopes = camera.scopes;
+    if (!progress.answered) {
+        status.status = DeviceStatus::Querying;
+        status.reason = "its first query has not returned yet";
+        return status;
+    }
+    const CameraReport& r = camera.report;
+    status.status = deviceStatus(r);
+    status.manufacturer = r.manufacturer;
+    status.model = r.model;
+    status.firmware = r.firmware;
+    status.serial = r.serial;
+    status.ipAddress = r.ipAddress;
+    status.macAddress = r.macAddress;
+    std::copy_if(r.profiles.begin(), r.profiles.end(), std::back_inserter(status.streams),
+                 [](const StreamProfile& p) { return !p.uri.empty(); });
+    status.error = r.error;
+    if (progress.gone) {
+        CameraReport check;
+        check.state = progress.lastCheck;
+        status.status = deviceStatus(check);
+        status.error = progress.lastCheckError;
+        status.reason = "it missed " + std::to_string(details.missedChecks) + " liveness check" +
+                        (details.missedChecks == 1 ? "" : "s") + " in a row";
+    } else if (progress.left) {
+        status.reason = "it said Bye";
+    } else if (auto why = cameraFilterOut(details, camera)) {
+        status.reason = *why;
+    }
+    status.offered = status.reason.empty();
+    return status;
+}
+
+CameraStatus excludedCameraStatus(const std::string& uuid, const std::string& serviceUrl,
+                                  const std::vector<std::string>& scopes, const std::string& reason) {
+    CameraStatus status;
+    status.uuid = uuid;
+    status.serviceUrl = serviceUrl;
+    status.instanceId = serviceUrl + "-" + uuid;
+    status.scopes = scopes;
+    status.status = DeviceStatus::NotQueried;
+    status.reason = reason;
+    return status;
+}
+
+void sortStatuses(std::vector<CameraStatus>& statuses) {
+    std::sort(statuses.begin(), statuses.end(), [](const CameraStatus& a, const CameraStatus& b) {
+        return std::tie(a.uuid, a.serviceUrl) < std::tie(b.uuid, b.serviceUrl);
+    });
+}
+
+}  // namespace devlet::onvif

@@ -1,0 +1,70 @@
+#pragma once
+// What devlet can tell a user about each camera it has heard of: EdgeX's device state, what
+// the camera said about itself, and whether it is offered or why not (the filter that
+// excluded it, refused credentials, a Bye, missed liveness checks). Plain values built from
+// the probe's observations; pure, any thread. The onvif probe keeps one per camera for the
+// status server; `devlet probe onvif` prints them.
+
+#include <string>
+#include <vector>
+
+#include "probes/onvif/onvif_classifier.h"
+#include "probes/onvif/onvif_details.h"
+
+namespace devlet::onvif {
+
+// EdgeX's DeviceStatus, best first, plus what a user must act on (credentials the camera
+// refuses) and what devlet has not asked yet.
+enum class DeviceStatus {
+    UpWithAuth,            // an authenticated call worked
+    UpWithoutAuth,         // GetSystemDateAndTime answers; no credentials for it
+    AuthenticationFailed,  // GetSystemDateAndTime answers; the credentials were refused
+    Reachable,             // the service URL takes connections but does not answer SOAP
+    Unreachable,           // no connection
+    Querying,              // the first query has not returned yet
+    NotQueried,            // a discovery filter excluded it: devlet sends it nothing
+};
+
+// EdgeX's names ("UpWithAuth", …, plus "AuthenticationFailed", "Querying", "NotQueried").
+const char* statusKey(DeviceStatus status);
+// For people: "up with authentication", …, "authentication failed", "not queried".
+const char* describe(DeviceStatus status);
+// The state a query's report shows.
+DeviceStatus deviceStatus(const CameraReport& report);
+
+struct CameraStatus {
+    std::string uuid;
+    std::string serviceUrl;
+    DeviceStatus status = DeviceStatus::NotQueried;
+    bool offered = false;
+    std::string reason;      // why it is not offered: the filter (by its key), the state, a Bye
+    std::string instanceId;  // Akri's id, <service URL>-<uuid>, offered or not
+    std::vector<std::string> scopes;
+    std::string manufacturer, model, firmware, serial;
+    std::string ipAddress, macAddress;
+    std::vector<StreamProfile> streams;  // URIs without user information
+    std::string error;                   // the call that failed last, for people (never a secret)
+    bool operator==(const CameraStatus&) const = default;
+};
+
+// How far the probe has got with a camera it queries.
+struct CameraProgress {
+    bool answered = false;  // a full query has returned (whatever it found)
+    bool left = false;      // the camera said Bye
+    bool gone = false;      // it missed the configured number of liveness checks in a row
+    CameraState lastCheck = CameraState::UpWithoutAuth;  // the failed check's state, when gone
+    std::string lastCheckError;
+};
+
+// A camera the probe queries (or is querying), judged by the configuration's filters.
+CameraStatus queriedCameraStatus(const OnvifDetails& details, const CameraObservation& camera,
+                                 const CameraProgress& progress);
+
+// A camera a discovery filter (uuids, scopes) excluded before any call.
+CameraStatus excludedCameraStatus(const std::string& uuid, const std::string& serviceUrl,
+                                  const std::vector<std::string>& scopes, const std::string& reason);
+
+// Stable order for printing and comparing: by uuid, then service URL.
+void sortStatuses(std::vector<CameraStatus>& statuses);
+
+}  // namespace devlet::onvif
