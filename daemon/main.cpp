@@ -34,6 +34,9 @@ constexpr const char* kUsage = R"(usage:
   devlet config check FILE...
   devlet probe usb [--rule RULE]... [--conf-dir DIR | --config FILE] [--all] [--json]
   devlet probe gpu [--details FILE] [--any-vendor]
+  devlet probe onvif [--user USER --password-file FILE|-] [--target ADDRESS|CIDR]...
+                     [--interface NAME]... [--timeout SECONDS] [--conf-dir DIR | --config FILE]
+                     [--json]
   devlet status [--json] [--listen ADDR:PORT] [--config FILE] [--token-file FILE]
   devlet instances [--json] [--listen ADDR:PORT] [--config FILE] [--token-file FILE]
   devlet version
@@ -169,6 +172,12 @@ int main(int argc, char** argv) {
             if (!args.empty() && args[0] == "gpu") {
                 args.erase(args.begin());
                 return devlet::gpu::probeGpuCommand(args, std::cout, std::cerr);
+            }
+            if (!args.empty() && args[0] == "onvif") {
+                args.erase(args.begin());
+                devlet::HandlerRegistry handlers;
+                registerHandlers(handlers);
+                return devlet::probeOnvifCommand(args, handlers, kUsage);
             }
             // `udev` names the handler, `usb` what users look for; both are the same pass.
             if (args.empty() || (args[0] != "usb" && args[0] != "udev")) {

@@ -114,38 +114,21 @@ bool commandLineRules(const std::vector<std::string>& texts, std::vector<RuleSet
     return true;
 }
 
+std::string sourceOf(const Configuration& configuration) {
+    return configuration.sourceFile + ":" + std::to_string(configuration.sourceLine);
+}
+
 // Every udev configuration of the conf dir. Returns false after printing why it cannot.
 bool configuredRules(const ProbeOptions& options, const HandlerRegistry& handlers,
                      std::vector<RuleSet>& sets) {
-    LoadedSettings loaded = loadSettings(options.overrides);
-    if (!loaded.problems.empty()) {
-        for (const auto& problem : loaded.problems) std::cerr << "devlet: " << problem.str() << "\n";
+    std::vector<Configuration> configurations;
+    if (!configurationsOf("udev", options.overrides, handlers, configurations,
+                          "give rules with --rule or a directory with --conf-dir"))
         return false;
-    }
-    const Settings& settings = loaded.settings;
-    bool valid = true;
-    for (const std::string& file : configurationFiles(settings.confDir)) {
-        ParsedConfigurations parsed = loadConfigurationFile(file, handlers, settings.resourceDomain);
-        for (const auto& warning : parsed.warnings) std::cerr << warning.str() << " (warning)\n";
-        for (const auto& problem : parsed.problems) std::cerr << problem.str() << "\n";
-        if (!parsed.problems.empty()) {
-            valid = false;
-            continue;
-        }
-        for (const Configuration& configuration : parsed.configurations) {
-            if (configuration.handler != "udev") continue;
-            std::vector<DetailsProblem> problems;
-            RuleSet set{configuration.name,
-                        configuration.sourceFile + ":" + std::to_string(configuration.sourceLine),
-                        usb::parseUdevDetails(configuration.discoveryDetails, problems)};
-            sets.push_back(std::move(set));
-        }
-    }
-    if (!valid) return false;
-    if (sets.empty()) {
-        std::cerr << "devlet: no udev configuration in " << settings.confDir
-                  << "; give rules with --rule or a directory with --conf-dir\n";
-        return false;
+    for (const Configuration& configuration : configurations) {
+        std::vector<DetailsProblem> problems;
+        sets.push_back(RuleSet{configuration.name, sourceOf(configuration),
+                               usb::parseUdevDetails(configuration.discoveryDetails, problems)});
     }
     return true;
 }
@@ -277,6 +260,37 @@ void printJson(const std::vector<SetReport>& reports, std::size_t deviceCount) {
 }
 
 }  // namespace
+
+bool configurationsOf(const std::string& handler, const SettingsOverrides& overrides,
+                      const HandlerRegistry& handlers, std::vector<Configuration>& found,
+                      const std::string& hint) {
+    LoadedSettings loaded = loadSettings(overrides);
+    if (!loaded.problems.empty()) {
+        for (const auto& problem : loaded.problems) std::cerr << "devlet: " << problem.str() << "\n";
+        return false;
+    }
+    const Settings& settings = loaded.settings;
+    bool valid = true;
+    for (const std::string& file : configurationFiles(settings.confDir)) {
+        ParsedConfigurations parsed = loadConfigurationFile(file, handlers, settings.resourceDomain);
+        for (const auto& warning : parsed.warnings) std::cerr << warning.str() << " (warning)\n";
+        for (const auto& problem : parsed.problems) std::cerr << problem.str() << "\n";
+        if (!parsed.problems.empty()) {
+            valid = false;
+            continue;
+        }
+        for (Configuration& configuration : parsed.configurations) {
+            if (configuration.handler == handler) found.push_back(std::move(configuration));
+        }
+    }
+    if (!valid) return false;
+    if (found.empty()) {
+        std::cerr << "devlet: no " << handler << " configuration in " << settings.confDir << "; " << hint
+                  << "\n";
+        return false;
+    }
+    return true;
+}
 
 int probeUsbCommand(const std::vector<std::string>& args, const HandlerRegistry& handlers,
                     const std::string& usage) {

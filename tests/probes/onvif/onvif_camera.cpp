@@ -4,6 +4,7 @@
 // enforcing WS-Security UsernameToken PasswordDigest against its own (possibly wrong) clock.
 // --hostile MODE makes it misbehave instead (see usage). One thread, poll() on two sockets.
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -32,6 +33,7 @@ using namespace devlet::onvif;
 struct Options {
     std::string address;  // IPv4 of the camera's interface
     int port = 8080;
+    int advertisePort = 0;  // the port named in XAddrs, when it is not `port` (a dead one)
     std::string uuid = "3fa1fe68-b915-4053-a3e1-ac15a21f5f91";
     std::string name = "SimCam";
     std::string user;
@@ -39,10 +41,15 @@ struct Options {
     std::string mac = "02:00:00:00:00:01";
     long clockOffsetSeconds = 0;
     bool hello = false;
+    bool bye = false;       // a Bye on SIGTERM (implied by --hello)
+    int answerDelayMs = 0;  // WS-Discovery's APP_MAX_DELAY: answers to a multicast Probe wait up to this
     bool answerProbes = true;
-    std::string readyFile;  // created once the sockets are up
-    std::string hostile;    // "", udp-garbage, udp-wrong-relates, udp-many-xaddrs, udp-bomb, http-garbage,
-                            // http-huge, http-silent, not-camera
+    // Created once the sockets are up; holds "hello <ns>" (CLOCK_MONOTONIC when the Hello
+    // left, 0 without one) and gets "bye <ns>" appended when the Bye leaves: benchmarks time
+    // from these.
+    std::string readyFile;
+    std::string hostile;  // "", udp-garbage, udp-wrong-relates, udp-many-xaddrs, udp-bomb, http-garbage,
+                          // http-huge, http-silent, not-camera
 };
 
 Options options;
@@ -53,7 +60,8 @@ void onSignal(int) {
 }
 
 std::string serviceUrl() {
-    return "http://" + options.address + ":" + std::to_string(options.port) + "/onvif/device_service";
+    const int port = options.advertisePort ? options.advertisePort : options.port;
+    return "http://" + options.address + ":" + std::to_string(port) + "/onvif/device_service";
 }
 
 DiscoveredEndpoint endpoint() {
@@ -83,12 +91,33 @@ int sendMulticast(int fd, const std::string& text) {
     return int(sendto(fd, text.data(), text.size(), 0, reinterpret_cast<sockaddr*>(&group), sizeof group));
 }
 
+long long monotonicNs() {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<long long>(now.tv_sec) * 1000000000LL + now.tv_nsec;
+}
+
+void appendLine(const std::string& path, const std::string& line, bool truncate) {
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : O_APPEND), 0644);
+    if (fd < 0) return;
+    const std::string text = line + "\n";
+    (void)!write(fd, text.data(), text.size());
+    close(fd);
+}
+
 std::string repeated(const std::string& unit, std::size_t count) {
     std::string text;
     text.reserve(unit.size() * count);
     for (std::size_t i = 0; i < count; ++i) text += unit;
     return text;
 }
+
+struct PendingAnswer {
+    long long due;  // CLOCK_MONOTONIC ns
+    std::string text;
+    sockaddr_in to;
+};
+std::vector<PendingAnswer> pendingAnswers;
 
 void answerProbe(int fd, const std::string& datagram, const sockaddr_in& from) {
     std::string error;
@@ -120,7 +149,29 @@ void answerProbe(int fd, const std::string& datagram, const sockaddr_in& from) {
     } else {
         answer = encodeProbeMatches(newMessageId(), message->messageId, {me});
     }
+    if (options.answerDelayMs > 0) {
+        const long long delay = static_cast<long long>(std::rand() % options.answerDelayMs) * 1000000LL;
+        pendingAnswers.push_back({monotonicNs() + delay, answer, from});
+        return;
+    }
     sendto(fd, answer.data(), answer.size(), 0, reinterpret_cast<const sockaddr*>(&from), sizeof from);
+}
+
+// Sends the delayed answers that are due; returns the milliseconds until the next one (or `idle`).
+int sendDueAnswers(int fd, int idle) {
+    const long long now = monotonicNs();
+    int next = idle;
+    for (auto it = pendingAnswers.begin(); it != pendingAnswers.end();) {
+        if (it->due <= now) {
+            sendto(fd, it->text.data(), it->text.size(), 0, reinterpret_cast<const sockaddr*>(&it->to),
+                   sizeof it->to);
+            it = pendingAnswers.erase(it);
+        } else {
+            next = std::min(next, int((it->due - now) / 1000000) + 1);
+            ++it;
+        }
+    }
+    return next;
 }
 
 int openUdp() {
@@ -342,6 +393,8 @@ int main(int argc, char** argv) {
             options.address = value();
         else if (arg == "--port")
             options.port = std::atoi(value().c_str());
+        else if (arg == "--advertise-port")
+            options.advertisePort = std::atoi(value().c_str());
         else if (arg == "--uuid")
             options.uuid = value();
         else if (arg == "--name")
@@ -355,7 +408,11 @@ int main(int argc, char** argv) {
         else if (arg == "--clock-offset")
             options.clockOffsetSeconds = std::atol(value().c_str());
         else if (arg == "--hello")
-            options.hello = true;
+            options.hello = options.bye = true;
+        else if (arg == "--bye")
+            options.bye = true;
+        else if (arg == "--answer-delay-ms")
+            options.answerDelayMs = std::atoi(value().c_str());
         else if (arg == "--no-probe-answers")
             options.answerProbes = false;
         else if (arg == "--hostile")
@@ -363,14 +420,18 @@ int main(int argc, char** argv) {
         else if (arg == "--ready-file")
             options.readyFile = value();
         else {
-            std::cerr << "usage: onvif_camera --address IP [--port N] [--uuid U] [--name N] [--user U "
+            std::cerr << "usage: onvif_camera --address IP [--port N] [--advertise-port N] [--uuid U] "
+                         "[--name N] [--user U "
                          "--password P]\n"
-                         "  [--mac M] [--clock-offset S] [--hello] [--no-probe-answers] [--hostile MODE] "
+                         "  [--mac M] [--clock-offset S] [--hello] [--bye] [--answer-delay-ms N] "
+                         "[--no-probe-answers]\n"
+                         "  [--hostile MODE] "
                          "[--ready-file F]\n";
             return 2;
         }
     }
     if (options.address.empty()) return 2;
+    std::srand(unsigned(getpid()));  // cameras started together answer at different moments
     std::signal(SIGTERM, onSignal);
     std::signal(SIGINT, onSignal);
     std::signal(SIGPIPE, SIG_IGN);
@@ -386,16 +447,23 @@ int main(int argc, char** argv) {
         soap_print_fault(http, stderr);
         return 1;
     }
-    if (options.hello) sendMulticast(udp, encodeHello(newMessageId(), endpoint()));
+    long long helloAt = 0;
+    if (options.hello) {
+        const std::string hello = encodeHello(newMessageId(), endpoint());
+        helloAt = monotonicNs();
+        sendMulticast(udp, hello);
+    }
     if (!options.readyFile.empty()) {
-        const int fd = open(options.readyFile.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd >= 0) close(fd);
+        // Written aside and renamed: whoever waits for the file reads it whole.
+        const std::string partial = options.readyFile + ".partial";
+        appendLine(partial, "hello " + std::to_string(helloAt), true);
+        std::rename(partial.c_str(), options.readyFile.c_str());
     }
 
     std::vector<char> buffer(65536);
     while (!stopping) {
         pollfd fds[2] = {{udp, POLLIN, 0}, {http->master, POLLIN, 0}};
-        if (poll(fds, 2, 200) <= 0) continue;
+        if (poll(fds, 2, sendDueAnswers(udp, 200)) <= 0) continue;
         if (fds[0].revents & POLLIN) {
             sockaddr_in from{};
             socklen_t length = sizeof from;
@@ -416,7 +484,12 @@ int main(int argc, char** argv) {
             }
         }
     }
-    if (options.hello) sendMulticast(udp, encodeBye(newMessageId(), endpoint()));
+    if (options.bye) {
+        const std::string bye = encodeBye(newMessageId(), endpoint());
+        const long long byeAt = monotonicNs();
+        sendMulticast(udp, bye);
+        if (!options.readyFile.empty()) appendLine(options.readyFile, "bye " + std::to_string(byeAt), false);
+    }
     soap_free(http);
     close(udp);
     return 0;
