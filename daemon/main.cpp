@@ -35,8 +35,8 @@ constexpr const char* kUsage = R"(usage:
   devlet probe usb [--rule RULE]... [--conf-dir DIR | --config FILE] [--all] [--json]
   devlet probe gpu [--details FILE] [--any-vendor]
   devlet probe onvif [--user USER --password-file FILE|-] [--target ADDRESS|CIDR]...
-                     [--interface NAME]... [--timeout SECONDS] [--conf-dir DIR | --config FILE]
-                     [--json]
+                     [--interface NAME]... [--ipv6] [--timeout SECONDS]
+                     [--conf-dir DIR | --config FILE] [--json]
   devlet status [--json] [--listen ADDR:PORT] [--config FILE] [--token-file FILE]
   devlet instances [--json] [--listen ADDR:PORT] [--config FILE] [--token-file FILE]
   devlet version

@@ -45,6 +45,7 @@ struct OnvifOptions {
     SettingsOverrides overrides;
     bool configured = false;  // --conf-dir or --config: the configurations' filters apply
     bool json = false;
+    bool ipv6 = false;  // also WS-Discovery on [FF02::C]
 };
 
 // One configuration (or the command line's) and what its pass found.
@@ -67,6 +68,10 @@ std::string parseOptions(const std::vector<std::string>& args, OnvifOptions& opt
         std::string arg = args[i];
         if (arg == "--json") {
             options.json = true;
+            continue;
+        }
+        if (arg == "--ipv6") {
+            options.ipv6 = true;
             continue;
         }
         std::optional<std::string> value;
@@ -201,7 +206,7 @@ void printText(const std::vector<PassEntry>& entries) {
         } else {
             std::cout << "configuration " << entry.name << " (" << entry.source << ")\n";
         }
-        std::cout << "  probed:    multicast on "
+        std::cout << "  probed:    " << (details.ipv6 ? "IPv4 and IPv6 " : "") << "multicast on "
                   << (details.interfaces.empty() ? std::string("the default interface")
                                                  : "interfaces " + [&] {
                                                        std::string list;
@@ -352,6 +357,7 @@ int probeOnvifCommand(const std::vector<std::string>& args, const HandlerRegistr
         details.unicastTargets.insert(details.unicastTargets.end(), options.targets.begin(),
                                       options.targets.end());
         if (!options.interfaces.empty()) details.interfaces = options.interfaces;
+        if (options.ipv6) details.ipv6 = true;
         if (options.timeout) details.discoveryTimeout = *options.timeout;
         entry.request.credential = credential;
         requests.push_back(entry.request);

@@ -18,6 +18,7 @@ const std::vector<std::string> kKeys = {"ipAddresses",
                                         "discoveryTimeoutSeconds",
                                         "probeRetransmissions",
                                         "interfaces",
+                                        "ipv6",
                                         "unicastTargets",
                                         "unicastConcurrency",
                                         "rescanIntervalSeconds",
@@ -226,6 +227,12 @@ OnvifDetails parseOnvifDetails(const std::string& text, std::vector<DetailsProbl
                     continue;
                 }
                 details.credential = value.Scalar();
+            }
+        } else if (key == "ipv6") {
+            try {
+                details.ipv6 = value.as<bool>();
+            } catch (const YAML::Exception&) {
+                problems.push_back({line, "ipv6 must be true or false"});
             }
         } else if (key == "offerUnauthenticated") {
             try {

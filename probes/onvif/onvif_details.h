@@ -41,6 +41,7 @@ struct OnvifDetails {
     // devlet's additions
     int probeRetransmissions = 1;           // extra copies of each Probe (UDP loses datagrams)
     std::vector<std::string> interfaces;    // network interfaces to probe on; empty = the default route's
+    bool ipv6 = false;                      // also WS-Discovery on [FF02::C]:3702
     std::vector<Ipv4Range> unicastTargets;  // cameras on other subnets
     int unicastConcurrency = 256;           // unicast probes sent per burst
     std::chrono::seconds rescanInterval{60};

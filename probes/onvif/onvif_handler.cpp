@@ -14,6 +14,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/multicast.hpp>
 #include <boost/asio/ip/udp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -55,6 +56,45 @@ std::optional<asio::ip::address_v4> interfaceAddress(const std::string& name) {
     }
     freeifaddrs(list);
     return found;
+}
+
+// WS-Discovery's IPv6 group, link-local: a Probe goes out on each interface separately.
+const asio::ip::address_v6 kDiscoveryGroup6 = asio::ip::make_address_v6("ff02::c");
+
+// Interfaces for IPv6 discovery, by index: the configured ones (a name that does not exist
+// goes to `missing`), else every interface that is up, not loopback, can multicast and has
+// an IPv6 address.
+std::vector<unsigned> ipv6Interfaces(const std::vector<std::string>& names,
+                                     std::vector<std::string>& missing) {
+    std::vector<unsigned> indexes;
+    if (!names.empty()) {
+        for (const std::string& name : names) {
+            if (const unsigned index = if_nametoindex(name.c_str())) {
+                indexes.push_back(index);
+            } else {
+                missing.push_back(name);
+            }
+        }
+        return indexes;
+    }
+    ifaddrs* list = nullptr;
+    if (getifaddrs(&list) != 0) return indexes;
+    for (ifaddrs* i = list; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6) continue;
+        if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0 ||
+            (i->ifa_flags & IFF_MULTICAST) == 0)
+            continue;
+        const unsigned index = if_nametoindex(i->ifa_name);
+        if (index && std::find(indexes.begin(), indexes.end(), index) == indexes.end())
+            indexes.push_back(index);
+    }
+    freeifaddrs(list);
+    return indexes;
+}
+
+std::string interfaceName(unsigned index) {
+    char name[IF_NAMESIZE] = {};
+    return if_indextoname(index, name) ? std::string(name) : std::to_string(index);
 }
 
 // Remembers the last N message ids: WS-Discovery repeats every message over UDP.
@@ -115,6 +155,14 @@ struct Channel {
         std::lock_guard lock(mutex);
         if (loop) asio::post(*loop, std::move(f));
     }
+};
+
+// A socket that WS-Discovery datagrams arrive on, with the buffer and sender its receive fills.
+struct DiscoverySocket {
+    explicit DiscoverySocket(asio::io_context& loop) : socket(loop) {}
+    udp::socket socket;
+    std::array<char, kMaxDatagram> buffer{};
+    udp::endpoint sender;
 };
 
 struct Camera {
@@ -214,6 +262,8 @@ public:
         unicastTimer_.cancel();
         probeSocket_.close(ignored);
         listenSocket_.close(ignored);
+        if (probe6_) probe6_->socket.close(ignored);
+        if (listen6_) listen6_->socket.close(ignored);
     }
 
 private:
@@ -259,6 +309,7 @@ private:
         boost::system::error_code ignored;
         probeSocket_.set_option(asio::socket_base::receive_buffer_size(1 << 20), ignored);
         receiveProbeMatches();
+        if (details_.ipv6) openIpv6Sockets();
         if (mode_.pass) return;
 
         // The passive listener: a camera that starts says Hello here.
@@ -289,6 +340,52 @@ private:
             return;
         }
         receiveAnnouncements();
+    }
+
+    // IPv6 is an addition: where it cannot be used, IPv4 discovery goes on, and the reason is
+    // logged (or, in a pass, printed).
+    void openIpv6Sockets() {
+        std::vector<std::string> missing;
+        ipv6Interfaces_ = ipv6Interfaces(details_.interfaces, missing);
+        for (const std::string& name : missing) warn("interface " + name + " does not exist (IPv6)");
+        if (ipv6Interfaces_.empty()) {
+            warn("no interface for IPv6 WS-Discovery");
+            return;
+        }
+        boost::system::error_code error;
+        probe6_ = std::make_unique<DiscoverySocket>(loop_);
+        udp::socket& probe = probe6_->socket;
+        probe.open(udp::v6(), error);
+        if (!error) probe.set_option(asio::ip::v6_only(true), error);
+        if (!error) probe.bind(udp::endpoint(asio::ip::address_v6::any(), 0), error);
+        if (!error) probe.non_blocking(true, error);
+        if (error) {
+            warn("cannot open the IPv6 WS-Discovery socket: " + error.message());
+            probe6_.reset();
+            return;
+        }
+        boost::system::error_code ignored;
+        probe.set_option(asio::socket_base::receive_buffer_size(1 << 20), ignored);
+        receive(*probe6_, true);
+        if (mode_.pass) return;
+
+        listen6_ = std::make_unique<DiscoverySocket>(loop_);
+        udp::socket& listen = listen6_->socket;
+        listen.open(udp::v6(), error);
+        if (!error) listen.set_option(asio::ip::v6_only(true), error);
+        if (!error) listen.set_option(udp::socket::reuse_address(true), error);
+        if (!error) listen.bind(udp::endpoint(asio::ip::address_v6::any(), kDiscoveryPort), error);
+        if (error) {
+            warn("no IPv6 Hello/Bye listener on port 3702 (" + error.message() + ")");
+            listen6_.reset();
+            return;
+        }
+        for (unsigned index : ipv6Interfaces_) {
+            listen.set_option(asio::ip::multicast::join_group(kDiscoveryGroup6, index), error);
+            if (error)
+                warn("cannot listen for IPv6 Hello on " + interfaceName(index) + ": " + error.message());
+        }
+        receive(*listen6_, false);
     }
 
     // One discovery cycle: the Probe to the group (and its copies), the unicast sweep, and
@@ -340,6 +437,16 @@ private:
             if (error && error != asio::error::would_block)
                 warn("multicast Probe on " + label + " failed: " + error.message());
         };
+        if (probe6_) {
+            for (unsigned index : ipv6Interfaces_) {
+                asio::ip::address_v6 group = kDiscoveryGroup6;
+                group.scope_id(index);
+                boost::system::error_code error;
+                probe6_->socket.send_to(asio::buffer(probe), udp::endpoint(group, kDiscoveryPort), 0, error);
+                if (error && error != asio::error::would_block)
+                    warn("IPv6 multicast Probe on " + interfaceName(index) + " failed: " + error.message());
+            }
+        }
         if (details_.interfaces.empty()) {
             sendOn("the default interface");
             return;
@@ -439,6 +546,17 @@ private:
                 if (!error)
                     handleDatagram(std::string_view(listenBuffer_.data(), size), listenSender_, false);
                 receiveAnnouncements();
+            });
+    }
+
+    // The IPv6 sockets: `answers` for the Probe socket (ProbeMatches), else Hello and Bye.
+    void receive(DiscoverySocket& from, bool answers) {
+        from.socket.async_receive_from(
+            asio::buffer(from.buffer), from.sender,
+            [this, &from, answers, alive = alive_](const boost::system::error_code& error, std::size_t size) {
+                if (!*alive || error == asio::error::operation_aborted) return;
+                if (!error) handleDatagram(std::string_view(from.buffer.data(), size), from.sender, answers);
+                receive(from, answers);
             });
     }
 
@@ -749,9 +867,12 @@ private:
     std::array<char, kMaxDatagram> listenBuffer_{};
     udp::endpoint probeSender_;
     udp::endpoint listenSender_;
+    std::vector<unsigned> ipv6Interfaces_;  // indexes the IPv6 Probe goes out on
     // Declared last: destroyed (and cancelled) before the state their handlers touch.
     udp::socket probeSocket_;
     udp::socket listenSocket_;
+    std::unique_ptr<DiscoverySocket> probe6_;   // with `ipv6: true`
+    std::unique_ptr<DiscoverySocket> listen6_;  // with `ipv6: true`, not in a pass
     asio::steady_timer cycleTimer_;
     asio::steady_timer windowTimer_;
     asio::steady_timer livenessTimer_;

@@ -195,6 +195,17 @@ TEST_F(OnvifProbeCommandTest, TargetReachesACameraBehindARouter) {
     EXPECT_TRUE(contains(a, "rtsp://198.51.100.30:554/stream/main")) << with.output;
 }
 
+TEST_F(OnvifProbeCommandTest, Ipv6FindsTheCameraAtItsIpv6Url) {
+    camera(21, kUuidA, {"--address6", "2001:db8::21"});
+    const CommandResult result = probe({"--ipv6", "--user", "admin", "--password-file", password_});
+    ASSERT_EQ(result.exitCode, 0) << result.output;
+    EXPECT_TRUE(contains(result.output, "probed:    IPv4 and IPv6 multicast")) << result.output;
+    const auto v6 = result.output.find("service:   http://[2001:db8::21]:8080/onvif/device_service");
+    ASSERT_NE(v6, std::string::npos) << result.output;
+    EXPECT_TRUE(contains(result.output.substr(v6, 400), "state:     up with authentication"))
+        << result.output;
+}
+
 TEST_F(OnvifProbeCommandTest, JsonHoldsStatesStreamsAndReasons) {
     camera(19, kUuidA);
     camera(20, kUuidB, {"--password", "changed"});

@@ -26,8 +26,8 @@ NetworkLab::NetworkLab() {
     namespaces_.push_back(client_);
     const std::string c = "ip -n " + client_ + " ";
     bool ok = run(c + "link set lo up") && run(c + "link add br0 type bridge mcast_snooping 0") &&
-              run(c + "addr add 192.0.2.1/24 dev br0") && run(c + "link set br0 up") &&
-              run(c + "route add 224.0.0.0/4 dev br0");
+              run(c + "addr add 192.0.2.1/24 dev br0") && run(c + "addr add 2001:db8::1/64 dev br0 nodad") &&
+              run(c + "link set br0 up") && run(c + "route add 224.0.0.0/4 dev br0");
     // The router: one leg on the bridge, one towards the remote subnet.
     router_ = prefix_ + "r";
     ok = ok && run("ip netns add " + router_);
@@ -68,6 +68,7 @@ std::string NetworkLab::addCameraHost(int host) {
     const bool ok = run(c + "link add " + veth + " type veth peer name eth0 netns " + ns) &&
                     run(c + "link set " + veth + " master br0 up") &&
                     run(n + "addr add 192.0.2." + std::to_string(host) + "/24 dev eth0") &&
+                    run(n + "addr add 2001:db8::" + std::to_string(host) + "/64 dev eth0 nodad") &&
                     run(n + "link set eth0 up") && run(n + "link set lo up") &&
                     run(n + "route add 224.0.0.0/4 dev eth0");
     return ok ? ns : "";

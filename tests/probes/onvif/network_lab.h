@@ -1,6 +1,7 @@
 #pragma once
-// Network namespaces for the onvif tests: a client namespace with a bridge (192.0.2.1/24,
-// multicast snooping off), one namespace per simulated camera behind a veth on that bridge,
+// Network namespaces for the onvif tests: a client namespace with a bridge (192.0.2.1/24 and
+// 2001:db8::1/64, multicast snooping off), one namespace per simulated camera behind a veth
+// on that bridge (192.0.2.<host>, 2001:db8::<host>),
 // and a router namespace in front of a second subnet (198.51.100.0/24) that multicast does
 // not reach. Everything is removed on destruction, also after a failed test. Needs root.
 
@@ -23,7 +24,8 @@ public:
     // Empty when the namespaces exist and were set up as described; else what failed.
     const std::string& broken() const { return broken_; }
 
-    // A namespace on the segment with address 192.0.2.<host>; returns its name.
+    // A namespace on the segment with addresses 192.0.2.<host> and 2001:db8::<host>; returns
+    // its name.
     std::string addCameraHost(int host);
     // A namespace behind the router with address 198.51.100.<host>.
     std::string addRemoteHost(int host);

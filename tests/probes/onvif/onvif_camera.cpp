@@ -17,6 +17,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -31,7 +32,9 @@ namespace {
 using namespace devlet::onvif;
 
 struct Options {
-    std::string address;  // IPv4 of the camera's interface
+    std::string address;   // IPv4 of the camera's interface
+    std::string address6;  // IPv6 of it: WS-Discovery on [FF02::C] and HTTP there too
+    std::string interface6 = "eth0";
     int port = 8080;
     int advertisePort = 0;  // the port named in XAddrs, when it is not `port` (a dead one)
     std::string uuid = "3fa1fe68-b915-4053-a3e1-ac15a21f5f91";
@@ -59,12 +62,15 @@ void onSignal(int) {
     stopping = 1;
 }
 
-std::string serviceUrl() {
+// The device service URL of one address family: a camera answers a Probe with the address
+// it was asked on.
+std::string serviceUrl(bool v6 = false) {
     const int port = options.advertisePort ? options.advertisePort : options.port;
-    return "http://" + options.address + ":" + std::to_string(port) + "/onvif/device_service";
+    const std::string host = v6 ? "[" + options.address6 + "]" : options.address;
+    return "http://" + host + ":" + std::to_string(port) + "/onvif/device_service";
 }
 
-DiscoveredEndpoint endpoint() {
+DiscoveredEndpoint endpoint(bool v6 = false) {
     DiscoveredEndpoint e;
     e.address = "urn:uuid:" + options.uuid;
     if (options.hostile == "not-camera") {
@@ -74,13 +80,22 @@ DiscoveredEndpoint endpoint() {
     }
     e.scopes = {"onvif://www.onvif.org/type/video_encoder", "onvif://www.onvif.org/name/" + options.name,
                 "onvif://www.onvif.org/hardware/SimCam"};
-    e.xaddrs = {serviceUrl()};
+    e.xaddrs = {serviceUrl(v6)};
     e.metadataVersion = 1;
     return e;
 }
 
 std::chrono::system_clock::time_point cameraNow() {
     return std::chrono::system_clock::now() + std::chrono::seconds(options.clockOffsetSeconds);
+}
+
+int sendMulticast6(int fd, const std::string& text) {
+    sockaddr_in6 group{};
+    group.sin6_family = AF_INET6;
+    group.sin6_port = htons(3702);
+    inet_pton(AF_INET6, "ff02::c", &group.sin6_addr);
+    group.sin6_scope_id = if_nametoindex(options.interface6.c_str());
+    return int(sendto(fd, text.data(), text.size(), 0, reinterpret_cast<sockaddr*>(&group), sizeof group));
 }
 
 int sendMulticast(int fd, const std::string& text) {
@@ -114,16 +129,18 @@ std::string repeated(const std::string& unit, std::size_t count) {
 
 struct PendingAnswer {
     long long due;  // CLOCK_MONOTONIC ns
+    int fd;
     std::string text;
-    sockaddr_in to;
+    sockaddr_storage to;
+    socklen_t length;
 };
 std::vector<PendingAnswer> pendingAnswers;
 
-void answerProbe(int fd, const std::string& datagram, const sockaddr_in& from) {
+void answerProbe(int fd, const std::string& datagram, const sockaddr_storage& from, socklen_t length) {
     std::string error;
     auto message = decodeDiscovery(datagram, error);
     if (!message || message->kind != DiscoveryKind::Probe) return;
-    const DiscoveredEndpoint me = endpoint();
+    const DiscoveredEndpoint me = endpoint(from.ss_family == AF_INET6);
     if (!message->probeTypes.empty()) {
         bool wanted = false;
         for (const std::string& type : message->probeTypes)
@@ -151,20 +168,20 @@ void answerProbe(int fd, const std::string& datagram, const sockaddr_in& from) {
     }
     if (options.answerDelayMs > 0) {
         const long long delay = static_cast<long long>(std::rand() % options.answerDelayMs) * 1000000LL;
-        pendingAnswers.push_back({monotonicNs() + delay, answer, from});
+        pendingAnswers.push_back({monotonicNs() + delay, fd, answer, from, length});
         return;
     }
-    sendto(fd, answer.data(), answer.size(), 0, reinterpret_cast<const sockaddr*>(&from), sizeof from);
+    sendto(fd, answer.data(), answer.size(), 0, reinterpret_cast<const sockaddr*>(&from), length);
 }
 
 // Sends the delayed answers that are due; returns the milliseconds until the next one (or `idle`).
-int sendDueAnswers(int fd, int idle) {
+int sendDueAnswers(int idle) {
     const long long now = monotonicNs();
     int next = idle;
     for (auto it = pendingAnswers.begin(); it != pendingAnswers.end();) {
         if (it->due <= now) {
-            sendto(fd, it->text.data(), it->text.size(), 0, reinterpret_cast<const sockaddr*>(&it->to),
-                   sizeof it->to);
+            sendto(it->fd, it->text.data(), it->text.size(), 0, reinterpret_cast<const sockaddr*>(&it->to),
+                   it->length);
             it = pendingAnswers.erase(it);
         } else {
             next = std::min(next, int((it->due - now) / 1000000) + 1);
@@ -196,6 +213,38 @@ int openUdp() {
     inet_pton(AF_INET, options.address.c_str(), &iface);
     setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &iface, sizeof iface);
     return fd;
+}
+
+int openUdp6() {
+    const int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+    const int one = 1;
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in6 any{};
+    any.sin6_family = AF_INET6;
+    any.sin6_port = htons(3702);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0) {
+        std::perror("bind [::]:3702");
+        std::exit(1);
+    }
+    ipv6_mreq join{};
+    inet_pton(AF_INET6, "ff02::c", &join.ipv6mr_multiaddr);
+    join.ipv6mr_interface = if_nametoindex(options.interface6.c_str());
+    if (setsockopt(fd, IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP, &join, sizeof join) != 0) {
+        std::perror("join ff02::c");
+        std::exit(1);
+    }
+    return fd;
+}
+
+// Reads one datagram from a WS-Discovery socket and answers it if it is a Probe for us.
+void readProbe(int fd, std::vector<char>& buffer) {
+    sockaddr_storage from{};
+    socklen_t length = sizeof from;
+    const ssize_t n =
+        recvfrom(fd, buffer.data(), buffer.size(), 0, reinterpret_cast<sockaddr*>(&from), &length);
+    if (n > 0 && options.answerProbes)
+        answerProbe(fd, std::string(buffer.data(), std::size_t(n)), from, length);
 }
 
 void serveRawHttp(int listener) {
@@ -393,6 +442,10 @@ int main(int argc, char** argv) {
             options.address = value();
         else if (arg == "--port")
             options.port = std::atoi(value().c_str());
+        else if (arg == "--address6")
+            options.address6 = value();
+        else if (arg == "--interface6")
+            options.interface6 = value();
         else if (arg == "--advertise-port")
             options.advertisePort = std::atoi(value().c_str());
         else if (arg == "--uuid")
@@ -420,7 +473,8 @@ int main(int argc, char** argv) {
         else if (arg == "--ready-file")
             options.readyFile = value();
         else {
-            std::cerr << "usage: onvif_camera --address IP [--port N] [--advertise-port N] [--uuid U] "
+            std::cerr << "usage: onvif_camera --address IP [--address6 IP [--interface6 NAME]] [--port N] "
+                         "[--advertise-port N] [--uuid U] "
                          "[--name N] [--user U "
                          "--password P]\n"
                          "  [--mac M] [--clock-offset S] [--hello] [--bye] [--answer-delay-ms N] "
@@ -437,21 +491,29 @@ int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);
 
     const int udp = openUdp();
-    struct soap* http = soap_new1(SOAP_C_UTFSTRING);
-    soap_set_namespaces(http, namespaces);
-    http->bind_flags = SO_REUSEADDR;
-    http->accept_timeout = 1;
-    http->recv_timeout = 5;
-    http->send_timeout = 5;
-    if (!soap_valid_socket(soap_bind(http, options.address.c_str(), options.port, 16))) {
-        soap_print_fault(http, stderr);
-        return 1;
+    const int udp6 = options.address6.empty() ? -1 : openUdp6();
+    // One HTTP server per address family (the second only with --address6).
+    std::vector<struct soap*> servers;
+    for (const std::string& address : {options.address, options.address6}) {
+        if (address.empty()) continue;
+        struct soap* http = soap_new1(SOAP_C_UTFSTRING);
+        soap_set_namespaces(http, namespaces);
+        http->bind_flags = SO_REUSEADDR;
+        http->accept_timeout = 1;
+        http->recv_timeout = 5;
+        http->send_timeout = 5;
+        if (!soap_valid_socket(soap_bind(http, address.c_str(), options.port, 16))) {
+            soap_print_fault(http, stderr);
+            return 1;
+        }
+        servers.push_back(http);
     }
     long long helloAt = 0;
     if (options.hello) {
         const std::string hello = encodeHello(newMessageId(), endpoint());
         helloAt = monotonicNs();
         sendMulticast(udp, hello);
+        if (udp6 >= 0) sendMulticast6(udp6, encodeHello(newMessageId(), endpoint(true)));
     }
     if (!options.readyFile.empty()) {
         // Written aside and renamed: whoever waits for the file reads it whole.
@@ -462,17 +524,18 @@ int main(int argc, char** argv) {
 
     std::vector<char> buffer(65536);
     while (!stopping) {
-        pollfd fds[2] = {{udp, POLLIN, 0}, {http->master, POLLIN, 0}};
-        if (poll(fds, 2, sendDueAnswers(udp, 200)) <= 0) continue;
-        if (fds[0].revents & POLLIN) {
-            sockaddr_in from{};
-            socklen_t length = sizeof from;
-            const ssize_t n =
-                recvfrom(udp, buffer.data(), buffer.size(), 0, reinterpret_cast<sockaddr*>(&from), &length);
-            if (n > 0 && options.answerProbes)
-                answerProbe(udp, std::string(buffer.data(), std::size_t(n)), from);
-        }
-        if (fds[1].revents & POLLIN) {
+        std::vector<pollfd> fds = {{udp, POLLIN, 0}};
+        if (udp6 >= 0) fds.push_back({udp6, POLLIN, 0});
+        for (struct soap* http : servers) fds.push_back({http->master, POLLIN, 0});
+        if (poll(fds.data(), fds.size(), sendDueAnswers(200)) <= 0) continue;
+        for (const pollfd& ready : fds) {
+            if (!(ready.revents & POLLIN)) continue;
+            if (ready.fd == udp || ready.fd == udp6) {
+                readProbe(ready.fd, buffer);
+                continue;
+            }
+            struct soap* http = *std::find_if(servers.begin(), servers.end(),
+                                              [&](struct soap* h) { return h->master == ready.fd; });
             if (options.hostile.starts_with("http-")) {
                 serveRawHttp(http->master);
                 continue;
@@ -488,9 +551,11 @@ int main(int argc, char** argv) {
         const std::string bye = encodeBye(newMessageId(), endpoint());
         const long long byeAt = monotonicNs();
         sendMulticast(udp, bye);
+        if (udp6 >= 0) sendMulticast6(udp6, encodeBye(newMessageId(), endpoint(true)));
         if (!options.readyFile.empty()) appendLine(options.readyFile, "bye " + std::to_string(byeAt), false);
     }
-    soap_free(http);
+    for (struct soap* http : servers) soap_free(http);
+    if (udp6 >= 0) close(udp6);
     close(udp);
     return 0;
 }

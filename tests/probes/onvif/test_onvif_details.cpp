@@ -29,6 +29,7 @@ TEST(OnvifDetails, EmptyDetailsAreAkrisDefaults) {
         EXPECT_FALSE(details.uuids);
         EXPECT_EQ(details.discoveryTimeout, 1000ms);
         EXPECT_TRUE(details.offerUnauthenticated);
+        EXPECT_FALSE(details.ipv6);
     }
 }
 
@@ -72,6 +73,7 @@ TEST(OnvifDetails, DevletAdditionsAreRead) {
     OnvifDetails details = parseOnvifDetails(
         "probeRetransmissions: 3\n"
         "interfaces: [eth0, eth1]\n"
+        "ipv6: true\n"
         "unicastTargets: [192.0.2.7, 198.51.100.0/24]\n"
         "unicastConcurrency: 64\n"
         "rescanIntervalSeconds: 30\n"
@@ -83,6 +85,7 @@ TEST(OnvifDetails, DevletAdditionsAreRead) {
     EXPECT_TRUE(problems.empty()) << describe(problems);
     EXPECT_EQ(details.probeRetransmissions, 3);
     EXPECT_EQ(details.interfaces, (std::vector<std::string>{"eth0", "eth1"}));
+    EXPECT_TRUE(details.ipv6);
     ASSERT_EQ(details.unicastTargets.size(), 2u);
     EXPECT_EQ(details.unicastTargets[0].size(), 1u);
     EXPECT_EQ(details.unicastTargets[1].size(), 254u);
@@ -139,6 +142,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"credentialsFile: creds.yaml\n", 1, "absolute path"},
                       BadValue{"credential: /run/credentials/x\n", 1, "not a path"},
                       BadValue{"offerUnauthenticated: maybe\n", 1, "true or false"},
+                      BadValue{"ipv6: sometimes\n", 1, "ipv6 must be true or false"},
                       BadValue{"[1, 2]\n", 1, "must be a mapping"}));
 
 }  // namespace

@@ -2,6 +2,7 @@
 // (and one behind a router), with real multicast, unicast probes and HTTP. The probe runs in
 // this process, its thread and workers moved into the client namespace. Skips without root.
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -296,6 +297,34 @@ TEST_F(OnvifProbeTest, PassSweepsARangeAndReturnsEveryCamerasState) {
     EXPECT_EQ(byUuid.at(kUuidB).status, DeviceStatus::AuthenticationFailed);
     // --user replaces the credentials file: the per-camera entry is not used.
     EXPECT_EQ(byUuid.at(kUuidC).status, DeviceStatus::AuthenticationFailed);
+}
+
+// WS-Discovery over IPv6: the Probe to [FF02::C] on the bridge is answered with the camera's
+// IPv6 device service URL, which devlet queries over IPv6. One instance per URL, as Akri
+// makes one per XAddr: the IPv4 Probe finds the same camera at its IPv4 URL.
+TEST_F(OnvifProbeTest, Ipv6ProbeFindsTheCameraAtItsIpv6Url) {
+    camera(34, kUuidA, {"--address6", "2001:db8::34"});
+    startProbe(details("ipv6: true\n"));
+    const std::string url = "http://[2001:db8::34]:8080/onvif/device_service";
+    ASSERT_TRUE(runUntil([&](const auto& s) {
+        return std::any_of(s.begin(), s.end(), [&](const Instance& i) {
+            return i.id == url + "-" + kUuidA && i.properties.count("ONVIF_STREAM_0_URI") == 1;
+        });
+    })) << describe();
+    ASSERT_TRUE(runUntilCount(2)) << describe();
+}
+
+TEST_F(OnvifProbeTest, Ipv6HelloAddsAndByeRemovesACamera) {
+    startProbe(details("ipv6: true\n", 3600));
+    ASSERT_TRUE(runUntilCount(0));
+    // No Probe answers: only its Hellos (IPv4 and IPv6) make it known.
+    const pid_t pid = camera(35, kUuidA, {"--address6", "2001:db8::35", "--hello", "--no-probe-answers"});
+    const std::string id = std::string("http://[2001:db8::35]:8080/onvif/device_service-") + kUuidA;
+    ASSERT_TRUE(runUntil([&](const auto& s) {
+        return std::any_of(s.begin(), s.end(), [&](const Instance& i) { return i.id == id; });
+    })) << describe();
+    lab_->terminate(pid);  // says Bye on both
+    ASSERT_TRUE(runUntilCount(0)) << describe();
 }
 
 TEST_F(OnvifProbeTest, HelloAddsAndByeRemovesACamera) {
