@@ -1,7 +1,9 @@
 #include "probes/onvif/onvif_client.h"
 
+#include <cctype>
 #include <ctime>
 #include <memory>
+#include <mutex>
 
 #include "probes/onvif/soap_wire.h"
 #include "probes/onvif/username_token.h"
@@ -37,6 +39,25 @@ SoapPtr newContext(const QueryOptions& options) {
     return soap;
 }
 
+bool isHttps(const std::string& url) {
+    std::string scheme = url.substr(0, 6);
+    for (char& c : scheme) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return scheme == "https:";
+}
+
+// TLS for a context that calls an https URL. Cameras ship self-signed certificates that
+// nothing could verify, so the server is not authenticated: TLS keeps what the camera
+// says (stream URIs, identity) from eavesdroppers, and the digest keeps the password off
+// the wire either way. Returns false when OpenSSL refuses the context.
+bool enableTls(struct soap* soap, bool& enabled) {
+    if (enabled) return true;
+    static std::once_flag initialised;
+    std::call_once(initialised, [] { soap_ssl_init(); });
+    enabled = soap_ssl_client_context(soap, SOAP_SSL_NO_AUTHENTICATION | SOAP_TLSv1, nullptr, nullptr,
+                                      nullptr, nullptr, nullptr) == SOAP_OK;
+    return enabled;
+}
+
 // Sets the header for the next call: a fresh UsernameToken, or none.
 void authenticate(struct soap* soap, const std::optional<Credential>& credential,
                   std::chrono::milliseconds clockOffset) {
@@ -58,9 +79,10 @@ void authenticate(struct soap* soap, const std::optional<Credential>& credential
     soap->header = header;
 }
 
+// No answer at all. A failed TLS handshake is not one: the camera took the connection
+// (EdgeX's "reachable").
 bool isTransportError(struct soap* soap) {
-    return soap->error == SOAP_TCP_ERROR || soap->error == SOAP_SSL_ERROR || soap->error == SOAP_UDP_ERROR ||
-           soap->error == SOAP_EOF;
+    return soap->error == SOAP_TCP_ERROR || soap->error == SOAP_UDP_ERROR || soap->error == SOAP_EOF;
 }
 
 bool isAuthFault(struct soap* soap) {
@@ -81,6 +103,7 @@ std::string describeError(struct soap* soap, const char* operation) {
     std::string text = std::string(operation) + " failed";
     if (soap->error == SOAP_TCP_ERROR) return text + ": no connection";
     if (soap->error == SOAP_EOF) return text + ": connection closed or timed out";
+    if (soap->error == SOAP_SSL_ERROR) return text + ": TLS handshake failed";
     const char* reason = *soap_faultstring(soap);
     text += " (gSOAP error " + std::to_string(soap->error) + ")";
     if (reason) {
@@ -317,6 +340,11 @@ std::string withoutCredentials(const std::string& uri) {
 CameraReport checkCamera(const std::string& serviceUrl, const QueryOptions& options) {
     CameraReport report;
     SoapPtr soap = newContext(options);
+    bool tls = false;
+    if (isHttps(serviceUrl) && !enableTls(soap.get(), tls)) {
+        report.error = "GetSystemDateAndTime failed: no TLS context";
+        return report;
+    }
     checkTime(soap.get(), serviceUrl, report);
     return report;
 }
@@ -326,9 +354,16 @@ CameraReport queryCamera(const std::string& serviceUrl, const std::optional<Cred
     CameraReport report;
     SoapPtr soap = newContext(options);
     auto cancelled = [&] { return options.cancelled && options.cancelled->load(); };
+    bool tls = false;
+    if (isHttps(serviceUrl) && !enableTls(soap.get(), tls)) {
+        report.error = "GetSystemDateAndTime failed: no TLS context";
+        return report;
+    }
     if (!checkTime(soap.get(), serviceUrl, report) || cancelled()) return report;
     readMediaUrl(soap.get(), serviceUrl, credential, report);
     if (cancelled()) return report;
+    // A camera may name an https media service beside an http device service.
+    if (isHttps(report.mediaUrl) && !enableTls(soap.get(), tls)) report.mediaUrl = serviceUrl;
     readDeviceInformation(soap.get(), serviceUrl, credential, report);
     if (report.auth == AuthResult::Refused || cancelled()) return report;
     readNetworkInterfaces(soap.get(), serviceUrl, credential, report);

@@ -36,7 +36,8 @@ struct Options {
     std::string address6;  // IPv6 of it: WS-Discovery on [FF02::C] and HTTP there too
     std::string interface6 = "eth0";
     int port = 8080;
-    int advertisePort = 0;  // the port named in XAddrs, when it is not `port` (a dead one)
+    std::string tlsKeyFile;  // PEM with key and certificate: serve https
+    int advertisePort = 0;   // the port named in XAddrs, when it is not `port` (a dead one)
     std::string uuid = "3fa1fe68-b915-4053-a3e1-ac15a21f5f91";
     std::string name = "SimCam";
     std::string user;
@@ -67,7 +68,8 @@ void onSignal(int) {
 std::string serviceUrl(bool v6 = false) {
     const int port = options.advertisePort ? options.advertisePort : options.port;
     const std::string host = v6 ? "[" + options.address6 + "]" : options.address;
-    return "http://" + host + ":" + std::to_string(port) + "/onvif/device_service";
+    return std::string(options.tlsKeyFile.empty() ? "http" : "https") + "://" + host + ":" +
+           std::to_string(port) + "/onvif/device_service";
 }
 
 DiscoveredEndpoint endpoint(bool v6 = false) {
@@ -336,8 +338,8 @@ int __tds__GetCapabilities(struct soap* soap, struct _tds__GetCapabilities*,
                            struct _tds__GetCapabilitiesResponse* response) {
     response->Capabilities = soap_new_tt__Capabilities(soap);
     response->Capabilities->Media = soap_new_tt__MediaCapabilities(soap);
-    const std::string media =
-        "http://" + options.address + ":" + std::to_string(options.port) + "/onvif/media_service";
+    const std::string media = std::string(options.tlsKeyFile.empty() ? "http" : "https") + "://" +
+                              options.address + ":" + std::to_string(options.port) + "/onvif/media_service";
     response->Capabilities->Media->XAddr = soap_strdup(soap, media.c_str());
     return SOAP_OK;
 }
@@ -446,6 +448,8 @@ int main(int argc, char** argv) {
             options.address6 = value();
         else if (arg == "--interface6")
             options.interface6 = value();
+        else if (arg == "--https")
+            options.tlsKeyFile = value();
         else if (arg == "--advertise-port")
             options.advertisePort = std::atoi(value().c_str());
         else if (arg == "--uuid")
@@ -474,7 +478,7 @@ int main(int argc, char** argv) {
             options.readyFile = value();
         else {
             std::cerr << "usage: onvif_camera --address IP [--address6 IP [--interface6 NAME]] [--port N] "
-                         "[--advertise-port N] [--uuid U] "
+                         "[--https PEM] [--advertise-port N] [--uuid U] "
                          "[--name N] [--user U "
                          "--password P]\n"
                          "  [--mac M] [--clock-offset S] [--hello] [--bye] [--answer-delay-ms N] "
@@ -502,6 +506,12 @@ int main(int argc, char** argv) {
         http->accept_timeout = 1;
         http->recv_timeout = 5;
         http->send_timeout = 5;
+        if (!options.tlsKeyFile.empty() &&
+            soap_ssl_server_context(http, SOAP_SSL_DEFAULT, options.tlsKeyFile.c_str(), nullptr, nullptr,
+                                    nullptr, nullptr, nullptr, nullptr) != SOAP_OK) {
+            soap_print_fault(http, stderr);
+            return 1;
+        }
         if (!soap_valid_socket(soap_bind(http, address.c_str(), options.port, 16))) {
             soap_print_fault(http, stderr);
             return 1;
@@ -541,7 +551,7 @@ int main(int argc, char** argv) {
                 continue;
             }
             if (soap_valid_socket(soap_accept(http))) {
-                soap_serve(http);
+                if (options.tlsKeyFile.empty() || soap_ssl_accept(http) == SOAP_OK) soap_serve(http);
                 soap_destroy(http);
                 soap_end(http);
             }

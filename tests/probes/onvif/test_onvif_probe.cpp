@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -325,6 +326,31 @@ TEST_F(OnvifProbeTest, Ipv6HelloAddsAndByeRemovesACamera) {
     })) << describe();
     lab_->terminate(pid);  // says Bye on both
     ASSERT_TRUE(runUntilCount(0)) << describe();
+}
+
+// A camera whose services are https, with a self-signed certificate as cameras ship them:
+// devlet speaks TLS to it (without verifying the certificate) and reads everything.
+TEST_F(OnvifProbeTest, HttpsCameraIsQueriedOverTls) {
+    if (access("/usr/bin/openssl", X_OK) != 0)
+        GTEST_SKIP() << "skipped: the openssl command, which makes the camera's certificate, is missing";
+    const std::string key = (dir_.path() / "key.pem").string();
+    const std::string certificate = (dir_.path() / "certificate.pem").string();
+    const std::string pem = (dir_.path() / "camera.pem").string();
+    ASSERT_EQ(
+        std::system(("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
+                     "-subj /CN=camera -keyout " +
+                     key + " -out " + certificate + " >/dev/null 2>&1 && cat " + certificate + " " + key +
+                     " > " + pem)
+                        .c_str()),
+        0);
+    camera(36, kUuidA, {"--https", pem});
+    startProbe(details());
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI");
+    })) << describe();
+    EXPECT_EQ(byUuid(kUuidA)->properties.at("ONVIF_DEVICE_SERVICE_URL"),
+              "https://192.0.2.36:8080/onvif/device_service");
+    EXPECT_EQ(byUuid(kUuidA)->properties.at("ONVIF_DEVICE_MODEL"), "SimCam");
 }
 
 TEST_F(OnvifProbeTest, HelloAddsAndByeRemovesACamera) {
