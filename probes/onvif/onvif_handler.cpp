@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cerrno>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -222,8 +221,7 @@ public:
         return std::none_of(cameras_.begin(), cameras_.end(), [](const auto& c) { return c.second.busy; });
     }
 
-    // Every camera heard of: queried ones, and those a discovery filter excluded. The state
-    // a status page shows per camera; refreshed with every snapshot.
+    // Every camera heard of, as of now: queried ones, and those a discovery filter excluded.
     std::vector<CameraStatus> statuses() const {
         std::vector<CameraStatus> all;
         all.reserve(cameras_.size() + excluded_.size());
@@ -407,7 +405,8 @@ private:
                 });
             }
         }
-        startUnicastSweep();
+        // A sweep longer than the rescan interval (a /16 every 5 s) finishes first.
+        if (!sweeping_) startUnicastSweep();
         startWindow();
         if (mode_.pass) return;
         cycleTimer_.expires_after(details_.rescanInterval);
@@ -473,6 +472,7 @@ private:
         unicastProbe_ = encodeProbe(unicastId_);
         unicastRange_ = 0;
         unicastNext_ = details_.unicastTargets.front().first;
+        sweepSent_ = 0;
         sweepFailures_ = 0;
         sweepFailure_.clear();
         sweeping_ = true;
@@ -494,6 +494,7 @@ private:
                 break;
             }
             ++sent;
+            ++sweepSent_;
             ++unicastSent_;
             if (error) {
                 // No route, or a broadcast address inside the range: that address only.
@@ -523,7 +524,7 @@ private:
             warn("unicast Probes to " + std::to_string(sweepFailures_) + " address" +
                  (sweepFailures_ == 1 ? "" : "es") + " of unicastTargets could not be sent (" +
                  sweepFailure_ + ")");
-        log.debug() << configuration_ << ": unicast sweep sent " << unicastSent_ << " Probes";
+        log.debug() << configuration_ << ": unicast sweep sent " << sweepSent_ << " Probes";
         // The first snapshot waits for answers to the last of them.
         if (!firstWindowDone_) startWindow();
     }
@@ -797,7 +798,7 @@ private:
                 if (s.status == DeviceStatus::Querying) continue;
                 if (it != before.end() && it->second->status == s.status && it->second->offered == s.offered)
                     continue;
-                log.info() << configuration_ << ": camera " << s.uuid << " at " << s.serviceUrl << " is "
+                log.info() << configuration_ << ": camera " << s.uuid << " at " << s.serviceUrl << ": "
                            << describe(s.status)
                            << (s.offered ? std::string(", offered") : ", not offered: " + s.reason);
             }
@@ -855,7 +856,8 @@ private:
     std::string unicastProbe_;
     std::size_t unicastRange_ = 0;
     std::uint32_t unicastNext_ = 0;
-    std::uint64_t unicastSent_ = 0;
+    std::uint64_t unicastSent_ = 0;  // in all sweeps
+    std::uint64_t sweepSent_ = 0;    // in the current one
     std::uint64_t sweepFailures_ = 0;
     std::string sweepFailure_;  // the first failed send of the sweep
     bool sweeping_ = false;
