@@ -1,7 +1,6 @@
 #include "probes/usb/udev_handler.h"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,7 +14,8 @@
 #include "probes/usb/udev_classifier.h"
 #include "probes/usb/udev_details.h"
 #include "probes/usb/udev_source.h"
-#include "probes/usb/usb_descriptors.h"
+#include "probes/usb/usb_string_cache.h"
+#include "probes/usb/usb_string_reader.h"
 #include "runtime/configuration.h"
 #include "runtime/log.h"
 
@@ -24,49 +24,38 @@ namespace devlet::usb {
 namespace {
 constexpr Log log{"usb"};
 
-// The USB device (the one with idVendor and idProduct) at or above an observed device.
-UdevDevice* usbDeviceOf(UdevObservation& observation) {
-    auto isUsb = [](const UdevDevice& device) {
-        return device.attributes.contains("idVendor") && device.attributes.contains("idProduct");
-    };
-    if (isUsb(observation.device)) return &observation.device;
-    for (UdevDevice& parent : observation.parents) {
-        if (isUsb(parent)) return &parent;
-    }
-    return nullptr;
-}
-
-bool blank(std::string_view value) {
-    return value.find_first_not_of(" \t\n\r") == std::string_view::npos;
-}
-
-// busnum and devnum as sysfs writes them ("1\n"); 0 when absent or not a number.
-int number(const UdevDevice& device, const std::string& attribute) {
-    auto it = device.attributes.find(attribute);
-    if (it == device.attributes.end()) return 0;
-    std::string_view text = it->second;
-    text.remove_prefix(std::min(text.find_first_not_of(" \t"), text.size()));
-    int value = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    return error == std::errc() ? value : 0;
-}
+// How long a device waits to be offered for its libusb string read. A read that gets no
+// answer takes at most about a second (200 ms per transfer); reads run one at a time.
+constexpr std::chrono::milliseconds kStringReadHoldLimit{3000};
 
 // Keeps the matching devices of one configuration, keyed by devpath, and reports a snapshot
 // whenever the classified result changes. Lives on the loop thread.
 class UdevProbe : public Probe {
 public:
-    UdevProbe(std::string configuration, UdevDetails details, boost::asio::io_context& loop, ProbeSink& sink)
+    UdevProbe(std::string configuration, UdevDetails details, boost::asio::io_context& loop, ProbeSink& sink,
+              UsbStringReader::ReadFunction read)
         : configuration_(std::move(configuration)),
           details_(std::move(details)),
           sink_(sink),
+          strings_(kStringReadHoldLimit),
           source_(loop),
-          rescanTimer_(loop) {}
+          rescanTimer_(loop),
+          holdTimer_(loop),
+          reader_(
+              loop,
+              [this](const UsbStringRequest& request, UsbStrings strings) {
+                  answered(request, std::move(strings));
+              },
+              std::move(read)) {}
 
     ~UdevProbe() override { stop(); }
 
     void start() override {
         running_ = true;
         alive_ = std::make_shared<bool>(true);
+        // Reads in flight at a stop() never answer: ask again.
+        strings_ = UsbStringCache(kStringReadHoldLimit);
+        holdArmed_ = false;
         rescan();
     }
 
@@ -74,7 +63,9 @@ public:
         running_ = false;
         *alive_ = false;
         rescanTimer_.cancel();
+        holdTimer_.cancel();
         source_.close();
+        reader_.stop();
     }
 
 private:
@@ -98,15 +89,15 @@ private:
             return;
         }
         std::map<std::string, UdevObservation> matching;
-        std::map<std::string, std::map<std::string, std::string>> stringsUsed;
+        std::set<std::string> stringKeys;
         for (UdevObservation& observation : seen) {
             if (!firstMatchingRule(details_.rules, observation)) continue;
-            addDescriptorStrings(observation, &stringsUsed);
+            if (auto wanted = usbStringsWanted(observation)) stringKeys.insert(wanted->key());
             std::string devpath = observation.device.devpath;
             matching.insert_or_assign(std::move(devpath), std::move(observation));
         }
         // Devices that went away without a remove event leave the cache with the scan.
-        descriptorStrings_ = std::move(stringsUsed);
+        strings_.retain(stringKeys);
         log.debug() << configuration_ << ": full scan read " << seen.size() << " devices, " << matching.size()
                     << " match";
         observations_ = std::move(matching);
@@ -124,12 +115,8 @@ private:
                 std::erase_if(observations_, [&](const auto& entry) {
                     return entry.first == event.devpath || entry.first.starts_with(below);
                 });
-                std::erase_if(descriptorStrings_, [&](const auto& entry) {
-                    const std::string devpath = entry.first.substr(0, entry.first.find(' '));
-                    return devpath == event.devpath || devpath.starts_with(below);
-                });
+                strings_.forgetBelow(event.devpath);
             } else if (event.observation && firstMatchingRule(details_.rules, *event.observation)) {
-                addDescriptorStrings(*event.observation, nullptr);
                 observations_.insert_or_assign(event.devpath, std::move(*event.observation));
             } else {
                 // A change or unbind can make a device stop matching.
@@ -139,41 +126,51 @@ private:
         report();
     }
 
-    // Where sysfs has no manufacturer, product or serial for the USB device of a matched
-    // observation (the kernel's read at enumeration failed), asks the device through
-    // libusb, once per device number; strings that fail again stay absent. `used` collects
-    // the cache entries a full scan still needs.
-    void addDescriptorStrings(UdevObservation& observation,
-                              std::map<std::string, std::map<std::string, std::string>>* used) {
-        UdevDevice* usb = usbDeviceOf(observation);
-        if (!usb) return;
-        std::set<std::string> missing;
-        for (const std::string& name : usbStringNames()) {
-            auto it = usb->attributes.find(name);
-            if (it == usb->attributes.end() || blank(it->second)) missing.insert(name);
+    // A libusb read answered (on the loop thread, posted by the reader).
+    void answered(const UsbStringRequest& request, UsbStrings strings) {
+        if (!running_) return;
+        for (const std::string& problem : strings.problems) {
+            log.debug() << configuration_ << ": " << request.devpath << ": " << problem;
         }
-        const int busnum = number(*usb, "busnum");
-        const int devnum = number(*usb, "devnum");
-        if (missing.empty() || busnum <= 0 || devnum <= 0) return;
-        const std::string key = usb->devpath + " " + std::to_string(busnum) + ":" + std::to_string(devnum);
-        auto cached = descriptorStrings_.find(key);
-        if (cached == descriptorStrings_.end()) {
-            UsbStrings read = readUsbStrings(busnum, devnum, missing);
-            for (const std::string& problem : read.problems) {
-                log.debug() << configuration_ << ": " << usb->devpath << ": " << problem;
-            }
-            // A device libusb does not list yet is asked again at its next event or scan.
-            if (!read.found) return;
-            cached = descriptorStrings_.emplace(key, std::move(read.strings)).first;
-        }
-        usb->descriptorStrings = cached->second;
-        if (used) used->insert(*cached);
+        if (strings_.complete(request.ticket, std::move(strings))) report();
     }
 
+    // Reads that ran out of time: their devices are offered with what sysfs has.
+    void armHoldTimer() {
+        const std::optional<UsbStringCache::Clock::time_point> expiry = strings_.nextExpiry();
+        if (!expiry || (holdArmed_ && holdAt_ <= *expiry)) return;
+        holdArmed_ = true;
+        holdAt_ = *expiry;
+        holdTimer_.expires_at(*expiry);
+        holdTimer_.async_wait([this, alive = alive_](const boost::system::error_code& error) {
+            if (error || !*alive) return;
+            holdArmed_ = false;
+            if (strings_.expire(UsbStringCache::Clock::now())) {
+                log.warning() << configuration_ << ": a USB device did not answer libusb's string reads in "
+                              << kStringReadHoldLimit.count() << " ms; offered with what sysfs has";
+                report();
+            }
+            armHoldTimer();
+        });
+    }
+
+    // Classifies the matching devices, except those whose libusb read is still in flight
+    // (they follow when it answers), and reports the snapshot if it changed.
     void report() {
         std::vector<UdevObservation> seen;
         seen.reserve(observations_.size());
-        for (const auto& [devpath, observation] : observations_) seen.push_back(observation);
+        const auto now = UsbStringCache::Clock::now();
+        for (const auto& [devpath, observation] : observations_) {
+            UdevObservation copy = observation;
+            UsbStringCache::Resolution resolution = strings_.resolve(copy, now);
+            if (resolution.request) {
+                log.debug() << configuration_ << ": " << resolution.request->devpath
+                            << ": reading the USB strings sysfs lacks; offered when they are read";
+                reader_.read(std::move(*resolution.request));
+            }
+            if (!resolution.held) seen.push_back(std::move(copy));
+        }
+        armHoldTimer();
         std::vector<Instance> instances = classifyUdev(seen, details_);
         if (reported_ && *reported_ == instances) return;
         if (!reported_ || reported_->size() != instances.size()) {
@@ -215,13 +212,18 @@ private:
     // Declared after the state its callbacks touch, so it is destroyed (and cancelled) first.
     std::map<std::string, UdevObservation> observations_;  // matching devices by devpath
     std::optional<std::vector<Instance>> reported_;
-    // libusb's reads by "<devpath> <busnum>:<devnum>": a re-enumerated device is read again.
-    std::map<std::string, std::map<std::string, std::string>> descriptorStrings_;
+    // libusb's answers by USB device and device number: a re-enumerated device is read again.
+    UsbStringCache strings_;
     bool running_ = false;
+    bool holdArmed_ = false;
+    UsbStringCache::Clock::time_point holdAt_{};
     bool failed_ = false;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(false);
     UdevSource source_;
     boost::asio::steady_timer rescanTimer_;
+    boost::asio::steady_timer holdTimer_;
+    // Declared last: destroyed (and joined) first, while everything its answers touch exists.
+    UsbStringReader reader_;
 };
 }  // namespace
 
@@ -235,7 +237,7 @@ std::unique_ptr<Probe> UdevHandler::createProbe(const Configuration& configurati
                                                 boost::asio::io_context& loop, ProbeSink& sink) {
     std::vector<DetailsProblem> problems;
     UdevDetails details = parseUdevDetails(configuration.discoveryDetails, problems);
-    return std::make_unique<UdevProbe>(configuration.name, std::move(details), loop, sink);
+    return std::make_unique<UdevProbe>(configuration.name, std::move(details), loop, sink, readStrings_);
 }
 
 }  // namespace devlet::usb

@@ -6,8 +6,10 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "probes/usb/usb_string_reader.h"
 #include "runtime/discovery.h"
 
 namespace devlet::usb {
@@ -16,6 +18,11 @@ inline constexpr std::chrono::milliseconds kDefaultRemovalGrace{5000};
 
 class UdevHandler : public DiscoveryHandler {
 public:
+    // `readStrings` reads a USB device's string descriptors on the probes' worker threads:
+    // libusb (readUsbStrings) unless a test gives another.
+    explicit UdevHandler(UsbStringReader::ReadFunction readStrings = {})
+        : readStrings_(std::move(readStrings)) {}
+
     std::string_view name() const override { return "udev"; }
     std::vector<DetailsProblem> check(const Configuration& configuration) const override;
     // A replugged cable, a camera moved to another port or a device that re-enumerates
@@ -23,6 +30,9 @@ public:
     std::chrono::milliseconds defaultRemovalGrace() const override { return kDefaultRemovalGrace; }
     std::unique_ptr<Probe> createProbe(const Configuration& configuration, boost::asio::io_context& loop,
                                        ProbeSink& sink) override;
+
+private:
+    UsbStringReader::ReadFunction readStrings_;
 };
 
 }  // namespace devlet::usb

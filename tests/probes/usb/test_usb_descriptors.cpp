@@ -1,7 +1,8 @@
 // libusb details on a recorded camera: libusb lists the Canon camera of a umockdev testbed
 // from its recorded descriptors and opens its node, whose ioctl recording holds no control
 // transfers, so every string descriptor read fails, as on a device that refuses them. The
-// udev probe then keeps what sysfs has and leaves the rest out. Runs under
+// udev probe holds the camera back until that read (on its worker thread) has failed,
+// then keeps what sysfs has and leaves the rest out. Runs under
 // umockdev-wrapper; skips (77) where umockdev is not available.
 
 #include <cstdio>
@@ -14,7 +15,10 @@
 
 #if DEVLET_HAVE_UMOCKDEV
 
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -66,7 +70,8 @@ protected:
             << (error ? error->message : "unknown error");
     }
 
-    void startProbe(const std::string& extraDetails = "") {
+    void startProbe(const std::string& extraDetails = "", UdevHandler* handler = nullptr) {
+        if (!handler) handler = &handler_;
         Configuration configuration;
         configuration.name = "cameras";
         configuration.handler = "udev";
@@ -74,18 +79,21 @@ protected:
             "udevRules:\n"
             "  - 'SUBSYSTEM==\"usb\", ENV{DEVTYPE}==\"usb_device\", ATTR{idVendor}==\"04a9\"'\n" +
             extraDetails;
-        ASSERT_TRUE(handler_.check(configuration).empty());
-        probe_ = handler_.createProbe(configuration, loop_, sink_);
+        ASSERT_TRUE(handler->check(configuration).empty());
+        probe_ = handler->createProbe(configuration, loop_, sink_);
         probe_->start();
     }
 
-    bool runUntilSnapshots(std::size_t count) {
+    bool runUntil(const std::function<bool()>& done) {
         const auto deadline = std::chrono::steady_clock::now() + 10s;
-        while (sink_.snapshots.size() < count && std::chrono::steady_clock::now() < deadline) {
+        while (!done() && std::chrono::steady_clock::now() < deadline) {
             loop_.run_one_for(100ms);
             if (loop_.stopped()) loop_.restart();
         }
-        return sink_.snapshots.size() >= count;
+        return done();
+    }
+    bool runUntilSnapshots(std::size_t count) {
+        return runUntil([&] { return sink_.snapshots.size() >= count; });
     }
 
     test::TempDir dir_;
@@ -154,10 +162,14 @@ TEST_F(UsbDescriptorsTest, ProbeTakesTheCamerasPropertiesFromSysfs) {
 TEST_F(UsbDescriptorsTest, StringsSysfsLacksAreAskedForAndLeftOutWhenTheDeviceRefuses) {
     load(test::canonCameraWithoutStrings());
     startProbe("stableIdentity: usb\n");
-    ASSERT_TRUE(runUntilSnapshots(1));
+    ASSERT_TRUE(runUntil([&] { return !sink_.snapshots.empty() && !sink_.snapshots.back().empty(); }));
     EXPECT_TRUE(sink_.errors.empty()) << sink_.errors.front();
-    ASSERT_EQ(sink_.snapshots[0].size(), 1u);
-    const Instance& camera = sink_.snapshots[0][0];
+    // Held back while libusb asked the camera: no snapshot ever named it otherwise.
+    for (const auto& snapshot : sink_.snapshots) {
+        for (const Instance& instance : snapshot) EXPECT_EQ(instance.id, "usb:04a9:31c0:port:1-1.5.2.3");
+    }
+    ASSERT_EQ(sink_.snapshots.back().size(), 1u);
+    const Instance& camera = sink_.snapshots.back()[0];
     // No serial: the stable id falls back to the port path.
     EXPECT_EQ(camera.id, "usb:04a9:31c0:port:1-1.5.2.3");
     EXPECT_FALSE(camera.properties.contains("USB_SERIAL"));
@@ -168,16 +180,59 @@ TEST_F(UsbDescriptorsTest, StringsSysfsLacksAreAskedForAndLeftOutWhenTheDeviceRe
     EXPECT_EQ(camera.properties.at("UDEV_DEVNODE"), test::kCanonCameraNode);
 }
 
+// A read the test answers when it opens the gate. Shared with the probe's worker thread,
+// and opened on every way out of the test, so that stopping the probe never waits forever.
+struct ReadGate {
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::atomic<int> reads = 0;
+    std::atomic<bool> opened = false;
+    void open() {
+        if (!opened.exchange(true)) release.set_value();
+    }
+};
+
+TEST_F(UsbDescriptorsTest, CameraWaitsForItsReadAndIsOfferedOnceUnderItsSerial) {
+    // The recording refuses every string read, so this read is the test's: it answers with
+    // the camera's serial once the test lets it, to show the camera is held back meanwhile.
+    auto gate = std::make_shared<ReadGate>();
+    struct OpenOnExit {
+        std::shared_ptr<ReadGate> gate;
+        ~OpenOnExit() { gate->open(); }
+    } openOnExit{gate};
+    UdevHandler handler([gate](const UsbStringRequest& request) {
+        ++gate->reads;
+        gate->released.wait();
+        UsbStrings read;
+        read.found = true;
+        if (request.names.contains("serial")) read.strings["serial"] = "C767F1C714174C309255F70E4A7B2EE2";
+        return read;
+    });
+    load(test::canonCameraWithoutStrings());
+    startProbe("stableIdentity: usb\n", &handler);
+    ASSERT_TRUE(runUntil([&] { return !sink_.snapshots.empty() && gate->reads > 0; }));
+    EXPECT_TRUE(sink_.snapshots.back().empty());  // held: its name is not known yet
+    gate->open();
+    ASSERT_TRUE(runUntil([&] { return !sink_.snapshots.back().empty(); }));
+    for (const auto& snapshot : sink_.snapshots) {
+        for (const Instance& instance : snapshot) {
+            EXPECT_EQ(instance.id, "usb:04a9:31c0:C767F1C714174C309255F70E4A7B2EE2");
+        }
+    }
+    EXPECT_EQ(sink_.snapshots.back()[0].properties.at("USB_SERIAL"), "C767F1C714174C309255F70E4A7B2EE2");
+    EXPECT_EQ(gate->reads.load(), 1);
+}
+
 TEST_F(UsbDescriptorsTest, CameraThatVanishesIsWithdrawnAndNoLongerListed) {
     load(test::canonCameraWithoutStrings());
     startProbe();
-    ASSERT_TRUE(runUntilSnapshots(1));
-    ASSERT_EQ(sink_.snapshots[0].size(), 1u);
+    ASSERT_TRUE(runUntil([&] { return !sink_.snapshots.empty() && sink_.snapshots.back().size() == 1; }));
+    const std::size_t offered = sink_.snapshots.size();
     const std::string syspath = std::string("/sys") + test::kCanonCameraDevpath;
     umockdev_testbed_uevent(testbed_, syspath.c_str(), "remove");
     umockdev_testbed_remove_device(testbed_, syspath.c_str());
-    ASSERT_TRUE(runUntilSnapshots(2));
-    EXPECT_TRUE(sink_.snapshots[1].empty());
+    ASSERT_TRUE(runUntilSnapshots(offered + 1));
+    EXPECT_TRUE(sink_.snapshots.back().empty());
     EXPECT_FALSE(readUsbStrings(1, 11, usbStringNames()).found);
 }
 
