@@ -1,8 +1,10 @@
 #include "daemon/probe_command.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,6 +17,8 @@
 #include "probes/usb/udev_details.h"
 #include "probes/usb/udev_rule.h"
 #include "probes/usb/udev_source.h"
+#include "probes/usb/usb_descriptors.h"
+#include "probes/usb/usb_string_cache.h"
 #include "runtime/configuration.h"
 #include "runtime/discovery.h"
 #include "runtime/instance.h"
@@ -40,9 +44,17 @@ struct RuleSet {
     usb::UdevDetails details;
 };
 
+// A libusb read of the strings a matched device's USB device lacks in sysfs.
+struct StringRead {
+    usb::UsbStringRequest request;
+    usb::UsbStrings answer;
+};
+using StringReads = std::map<std::string, StringRead>;  // by UdevObservation devpath
+
 struct Verdict {
     const UdevObservation* observation = nullptr;
     std::string explanation;
+    const StringRead* strings = nullptr;  // for matches whose USB device lacks strings
 };
 
 struct RuleReport {
@@ -147,14 +159,17 @@ bool sharesSubsystem(const UdevRule& rule, const UdevObservation& observation) {
     });
 }
 
-SetReport report(const RuleSet& set, const std::vector<UdevObservation>& seen, bool all) {
+SetReport report(const RuleSet& set, const std::vector<UdevObservation>& seen, const StringReads& reads,
+                 bool all) {
     SetReport result{&set, {}, usb::classifyUdev(seen, set.details)};
     for (const UdevRule& rule : set.details.rules) {
         RuleReport entry{&rule, {}, {}, 0};
         for (const UdevObservation& observation : seen) {
             const usb::UdevMatch match = rule.explain(observation);
             if (match.matched) {
-                entry.matches.push_back({&observation, match.explanation});
+                auto read = reads.find(observation.device.devpath);
+                entry.matches.push_back(
+                    {&observation, match.explanation, read == reads.end() ? nullptr : &read->second});
             } else if (all || sharesSubsystem(rule, observation)) {
                 entry.excluded.push_back({&observation, match.explanation});
             } else {
@@ -172,6 +187,28 @@ std::string deviceName(const UdevObservation& observation) {
     return name;
 }
 
+// One line: what libusb read of the strings sysfs lacks, and why the rest failed.
+std::string describeRead(const StringRead& read) {
+    std::string line = "libusb read of the USB strings sysfs lacks (";
+    std::string separator;
+    for (const std::string& name : read.request.names) {
+        line += separator + name;
+        separator = ", ";
+    }
+    line += "):";
+    for (const auto& [name, value] : read.answer.strings) line += " " + name + "=\"" + value + "\"";
+    if (read.answer.strings.empty()) line += " nothing read";
+    if (!read.answer.problems.empty()) {
+        line += "; failed:";
+        separator = " ";
+        for (const std::string& problem : read.answer.problems) {
+            line += separator + problem;
+            separator = "; ";
+        }
+    }
+    return line;
+}
+
 void printText(const std::vector<SetReport>& reports, std::size_t deviceCount) {
     std::cout << "udev: " << deviceCount << " devices\n";
     for (const SetReport& set : reports) {
@@ -183,8 +220,10 @@ void printText(const std::vector<SetReport>& reports, std::size_t deviceCount) {
         }
         for (const RuleReport& rule : set.rules) {
             std::cout << "  rule " << rule.rule->text() << "\n";
-            for (const Verdict& match : rule.matches)
+            for (const Verdict& match : rule.matches) {
                 std::cout << "    matches " << deviceName(*match.observation) << "\n";
+                if (match.strings) std::cout << "      " << describeRead(*match.strings) << "\n";
+            }
             for (const Verdict& miss : rule.excluded) {
                 std::cout << "    does not match " << deviceName(*miss.observation) << "\n"
                           << "      " << miss.explanation << "\n";
@@ -214,6 +253,20 @@ boost::json::object deviceJson(const Verdict& verdict, const char* reasonKey) {
     device["subsystem"] = verdict.observation->device.subsystem;
     if (!verdict.observation->devnode.empty()) device["devnode"] = verdict.observation->devnode;
     device[reasonKey] = verdict.explanation;
+    if (verdict.strings) {
+        const StringRead& read = *verdict.strings;
+        boost::json::array wanted;
+        for (const std::string& name : read.request.names) wanted.push_back(boost::json::string(name));
+        boost::json::object strings;
+        for (const auto& [name, value] : read.answer.strings) strings[name] = value;
+        boost::json::array failed;
+        for (const std::string& problem : read.answer.problems)
+            failed.push_back(boost::json::string(problem));
+        device["usbStrings"] = boost::json::object{{"usbDevice", read.request.devpath},
+                                                   {"sysfsLacks", std::move(wanted)},
+                                                   {"read", std::move(strings)},
+                                                   {"failed", std::move(failed)}};
+    }
     return device;
 }
 
@@ -257,6 +310,30 @@ void printJson(const std::vector<SetReport>& reports, std::size_t deviceCount) {
     }
     const boost::json::object document{{"devices", deviceCount}, {"ruleSets", std::move(sets)}};
     std::cout << boost::json::serialize(document) << "\n";
+}
+
+// As the daemon does for a matched device whose USB device lacks strings in sysfs: asks
+// the device through libusb (once per USB device) and gives the classifier what it read,
+// so the instances printed are the daemon's. Here the reads block: one pass, no loop.
+StringReads readMissingStrings(const std::vector<RuleSet>& sets, std::vector<UdevObservation>& seen) {
+    std::map<std::string, StringRead> byUsbDevice;  // by UsbStringRequest::key()
+    StringReads reads;
+    for (UdevObservation& observation : seen) {
+        const bool matched = std::any_of(sets.begin(), sets.end(), [&](const RuleSet& set) {
+            return usb::firstMatchingRule(set.details.rules, observation).has_value();
+        });
+        if (!matched) continue;
+        std::optional<usb::UsbStringRequest> wanted = usb::usbStringsWanted(observation);
+        if (!wanted) continue;
+        auto [read, fresh] = byUsbDevice.try_emplace(wanted->key());
+        if (fresh) {
+            read->second.answer = usb::readUsbStrings(wanted->busnum, wanted->devnum, wanted->names);
+            read->second.request = std::move(*wanted);
+        }
+        usb::addUsbStrings(observation, read->second.answer.strings);
+        reads[observation.device.devpath] = read->second;
+    }
+    return reads;
 }
 
 }  // namespace
@@ -316,8 +393,9 @@ int probeUsbCommand(const std::vector<std::string>& args, const HandlerRegistry&
         return a.device.devpath < b.device.devpath;
     });
 
+    const StringReads reads = readMissingStrings(sets, seen);
     std::vector<SetReport> reports;
-    for (const RuleSet& set : sets) reports.push_back(report(set, seen, options.all));
+    for (const RuleSet& set : sets) reports.push_back(report(set, seen, reads, options.all));
     if (options.json) {
         printJson(reports, seen.size());
     } else {

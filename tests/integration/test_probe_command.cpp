@@ -1,5 +1,6 @@
-// `devlet probe usb` on a umockdev testbed holding a webcam: the real binary, forked after
-// the testbed exists, reads the testbed's sysfs and udev database. Runs under
+// `devlet probe usb` on umockdev testbeds holding a webcam, or a camera whose string
+// reads fail: the real binary, forked after the testbed exists, reads the testbed's sysfs
+// and udev database, and asks the camera through libusb. Runs under
 // umockdev-wrapper; skips (77) where umockdev is not available.
 
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include <boost/json/src.hpp>
 #include <umockdev.h>
 
+#include "tests/probes/usb/canon_camera_testbed.h"
 #include "tests/probes/usb/webcam_testbed.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/temp_dir.h"
@@ -98,6 +100,62 @@ TEST_F(ProbeCommandTest, ConfDirRulesAreUsedWithoutRuleFlags) {
     EXPECT_EQ(result.exitCode, 0) << result.output;
     EXPECT_TRUE(contains(result.output, "configuration webcams")) << result.output;
     EXPECT_TRUE(contains(result.output, "UDEV_DEVNODE=/dev/video0")) << result.output;
+}
+
+// The Canon camera as the kernel leaves it when its string reads failed at enumeration,
+// with its usbdevfs recording, which answers no control transfer: libusb's reads fail too.
+class ProbeCommandCameraTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        testbed_ = umockdev_testbed_new();
+        GError* error = nullptr;
+        ASSERT_TRUE(umockdev_testbed_add_from_string(testbed_, canonCameraWithoutStrings().c_str(), &error))
+            << (error ? error->message : "unknown error");
+        const std::string recording = dir_.file("camera.ioctl", kCanonCameraIoctl);
+        ASSERT_TRUE(umockdev_testbed_load_ioctl(testbed_, kCanonCameraNode, recording.c_str(), &error))
+            << (error ? error->message : "unknown error");
+    }
+    void TearDown() override { g_object_unref(testbed_); }
+
+    static constexpr const char* kRule = R"(SUBSYSTEM=="usb", ATTR{idVendor}=="04a9")";
+    TempDir dir_;
+    UMockdevTestbed* testbed_ = nullptr;
+};
+
+TEST_F(ProbeCommandCameraTest, TableSaysWhichStringsLibusbWasAskedForAndThatTheReadsFailed) {
+    auto result = runDevlet({"probe", "usb", "--rule", kRule});
+    EXPECT_EQ(result.exitCode, 0) << result.output;
+    EXPECT_TRUE(contains(result.output, std::string("matches ") + kCanonCameraDevpath)) << result.output;
+    EXPECT_TRUE(contains(result.output,
+                         "libusb read of the USB strings sysfs lacks (manufacturer, product, serial): "
+                         "nothing read; failed:"))
+        << result.output;
+    EXPECT_TRUE(contains(result.output, "USB_VENDOR_ID=04a9")) << result.output;
+    EXPECT_FALSE(contains(result.output, "USB_SERIAL=")) << result.output;
+}
+
+TEST_F(ProbeCommandCameraTest, JsonHoldsTheLibusbReadOfEachMatch) {
+    auto result = runDevlet({"probe", "usb", "--json", "--rule", kRule});
+    ASSERT_EQ(result.exitCode, 0) << result.output;
+    boost::system::error_code error;
+    const boost::json::value document = boost::json::parse(result.output, error);
+    ASSERT_FALSE(error) << error.message() << ": " << result.output;
+    const auto& match = document.at("ruleSets").at(0).at("rules").at(0).at("matches").at(0);
+    const auto& strings = match.at("usbStrings");
+    EXPECT_EQ(strings.at("usbDevice").as_string(), kCanonCameraDevpath);
+    EXPECT_EQ(strings.at("sysfsLacks").as_array().size(), 3u);
+    EXPECT_TRUE(strings.at("read").as_object().empty());
+    EXPECT_FALSE(strings.at("failed").as_array().empty());
+    const auto& instance = document.at("ruleSets").at(0).at("instances").at(0);
+    EXPECT_FALSE(instance.at("properties").as_object().contains("USB_SERIAL"));
+}
+
+TEST_F(ProbeCommandTest, DevicesWithEveryStringInSysfsAreNotAskedThroughLibusb) {
+    auto result = runDevlet({"probe", "usb", "--json", "--rule", R"(SUBSYSTEM=="video4linux")"});
+    ASSERT_EQ(result.exitCode, 0) << result.output;
+    const boost::json::value document = boost::json::parse(result.output);
+    const auto& match = document.at("ruleSets").at(0).at("rules").at(0).at("matches").at(0);
+    EXPECT_FALSE(match.as_object().contains("usbStrings"));
 }
 
 }  // namespace
