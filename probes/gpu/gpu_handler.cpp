@@ -11,8 +11,8 @@
 #include "probes/gpu/gpu_allocation.h"
 #include "probes/gpu/gpu_classifier.h"
 #include "probes/gpu/gpu_details.h"
-#include "probes/gpu/gpu_events.h"
 #include "probes/gpu/gpu_nfd.h"
+#include "probes/udev/udev_monitor.h"
 #include "runtime/configuration.h"
 #include "runtime/inventory.h"
 #include "runtime/log.h"
@@ -59,7 +59,7 @@ public:
           details_(std::move(details)),
           roots_(std::move(roots)),
           sink_(sink),
-          events_(loop),
+          events_(loop, log),
           rescanTimer_(loop) {
         roots_.queryMemory = details_.queryMemory;
     }
@@ -88,10 +88,11 @@ private:
         if (!running_) return;
         std::string monitorError;
         if (!events_.isOpen()) {
-            monitorError = events_.open();
+            // Cards come and go, drivers bind and unbind, VFs appear: drm and pci events.
+            monitorError = events_.open({"drm", "pci"});
             // Armed before the scan: events during it queue up on the socket.
             if (monitorError.empty()) {
-                events_.watch([this](std::size_t) { scan(); },
+                events_.watch([this](std::vector<udev::UdevDeviceHandle>) { scan(); },
                               [this](const std::string& message) {
                                   fail("hotplug events stopped (" + message + ")");
                                   scheduleRescan();
@@ -197,7 +198,7 @@ private:
     bool running_ = false;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(false);
     // Declared after the state their callbacks touch, so they are destroyed first.
-    GpuEvents events_;
+    udev::UdevMonitor events_;
     boost::asio::steady_timer rescanTimer_;
 };
 

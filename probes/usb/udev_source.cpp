@@ -7,33 +7,14 @@
 #include <string_view>
 #include <utility>
 
-#include <fcntl.h>
 #include <libudev.h>
-#include <unistd.h>
 
 #include "runtime/log.h"
 
 namespace devlet::usb {
 
-void UdevDeleter::operator()(udev* handle) const {
-    udev_unref(handle);
-}
-void UdevDeleter::operator()(udev_device* handle) const {
-    udev_device_unref(handle);
-}
-void UdevDeleter::operator()(udev_enumerate* handle) const {
-    udev_enumerate_unref(handle);
-}
-void UdevDeleter::operator()(udev_monitor* handle) const {
-    udev_monitor_unref(handle);
-}
-
 namespace {
 constexpr Log log{"usb"};
-
-// Bursts of hotplug events (a hub with many devices, a storm) must not overflow the socket;
-// the kernel caps this without CAP_NET_ADMIN, which is fine.
-constexpr int kReceiveBufferBytes = 16 * 1024 * 1024;
 
 std::string text(const char* value) {
     return value ? std::string(value) : std::string();
@@ -101,7 +82,7 @@ UdevObservation readObservation(udev_device* device, std::map<std::string, UdevD
 }
 }  // namespace
 
-UdevSource::UdevSource(boost::asio::io_context& loop) : descriptor_(loop) {}
+UdevSource::UdevSource(boost::asio::io_context& loop) : monitor_(loop, log) {}
 
 UdevSource::~UdevSource() {
     close();
@@ -109,31 +90,11 @@ UdevSource::~UdevSource() {
 
 std::string UdevSource::open(bool withMonitor) {
     close();
-    alive_ = std::make_shared<bool>(true);
     errno = 0;
-    UdevHandle handle(udev_new());
+    udev::UdevHandle handle(udev_new());
     if (!handle) return systemError("cannot open libudev", errno ? errno : ENOMEM);
     if (withMonitor) {
-        UdevMonitorHandle monitor(udev_monitor_new_from_netlink(handle.get(), "udev"));
-        if (!monitor) {
-            return systemError("cannot open the udev netlink monitor (is systemd-udevd running?)",
-                               errno ? errno : EPROTO);
-        }
-        if (udev_monitor_set_receive_buffer_size(monitor.get(), kReceiveBufferBytes) < 0) {
-            log.debug() << "cannot enlarge the udev monitor's receive buffer; keeping the default";
-        }
-        if (const int error = udev_monitor_enable_receiving(monitor.get()); error < 0) {
-            return systemError("cannot receive from the udev netlink monitor", -error);
-        }
-        const int fd = fcntl(udev_monitor_get_fd(monitor.get()), F_DUPFD_CLOEXEC, 0);
-        if (fd < 0) return systemError("cannot watch the udev netlink monitor", errno);
-        boost::system::error_code error;
-        descriptor_.assign(fd, error);
-        if (error) {
-            ::close(fd);
-            return "cannot watch the udev netlink monitor: " + error.message();
-        }
-        monitor_ = std::move(monitor);
+        if (std::string error = monitor_.open(); !error.empty()) return error;
     }
     udev_ = std::move(handle);
     return {};
@@ -142,7 +103,7 @@ std::string UdevSource::open(bool withMonitor) {
 std::string UdevSource::enumerate(std::vector<UdevObservation>& observations) const {
     observations.clear();
     if (!udev_) return "libudev is not open";
-    UdevEnumerateHandle enumeration(udev_enumerate_new(udev_.get()));
+    udev::UdevEnumerateHandle enumeration(udev_enumerate_new(udev_.get()));
     if (!enumeration) return systemError("cannot enumerate udev devices", errno ? errno : ENOMEM);
     if (const int error = udev_enumerate_scan_devices(enumeration.get()); error < 0) {
         return systemError("cannot scan sysfs for devices", -error);
@@ -153,7 +114,7 @@ std::string UdevSource::enumerate(std::vector<UdevObservation>& observations) co
         const char* syspath = udev_list_entry_get_name(entry);
         if (!syspath) continue;
         // A device removed since the scan is simply gone; its remove event follows.
-        UdevDeviceHandle device(udev_device_new_from_syspath(udev_.get(), syspath));
+        udev::UdevDeviceHandle device(udev_device_new_from_syspath(udev_.get(), syspath));
         if (!device) continue;
         observations.push_back(readObservation(device.get(), &parents));
     }
@@ -161,50 +122,29 @@ std::string UdevSource::enumerate(std::vector<UdevObservation>& observations) co
 }
 
 void UdevSource::watch(EventsCallback onEvents, ErrorCallback onError) {
-    onEvents_ = std::move(onEvents);
-    onError_ = std::move(onError);
-    arm();
+    monitor_.watch(
+        [onEvents = std::move(onEvents)](std::vector<udev::UdevDeviceHandle> devices) {
+            std::vector<UdevEvent> events;
+            events.reserve(devices.size());
+            for (const udev::UdevDeviceHandle& device : devices) {
+                UdevEvent event;
+                event.action = text(udev_device_get_action(device.get()));
+                event.devpath = text(udev_device_get_devpath(device.get()));
+                if (event.action != "remove") event.observation = readObservation(device.get(), nullptr);
+                events.push_back(std::move(event));
+            }
+            onEvents(std::move(events));
+        },
+        // The whole source closes with its monitor, so that the next open() arms a new one.
+        [this, onError = std::move(onError)](const std::string& message) {
+            udev_.reset();
+            onError(message);
+        });
 }
 
 void UdevSource::close() {
-    *alive_ = false;
-    boost::system::error_code ignored;
-    descriptor_.cancel(ignored);
-    descriptor_.close(ignored);
-    monitor_.reset();
+    monitor_.close();
     udev_.reset();
-}
-
-void UdevSource::arm() {
-    if (!monitor_) return;
-    descriptor_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                           [this, alive = alive_](const boost::system::error_code& error) {
-                               if (!*alive || error == boost::asio::error::operation_aborted) return;
-                               if (error) {
-                                   const std::string message =
-                                       "the udev netlink monitor failed: " + error.message();
-                                   close();
-                                   if (onError_) onError_(message);
-                                   return;
-                               }
-                               readEvents();
-                           });
-}
-
-void UdevSource::readEvents() {
-    std::vector<UdevEvent> events;
-    // The socket is non-blocking: NULL means drained (or a message libudev dropped).
-    while (UdevDeviceHandle device{udev_monitor_receive_device(monitor_.get())}) {
-        UdevEvent event;
-        event.action = text(udev_device_get_action(device.get()));
-        event.devpath = text(udev_device_get_devpath(device.get()));
-        if (event.action != "remove") event.observation = readObservation(device.get(), nullptr);
-        log.debug() << event.action << " " << event.devpath;
-        events.push_back(std::move(event));
-    }
-    const std::shared_ptr<bool> alive = alive_;
-    if (!events.empty() && onEvents_) onEvents_(std::move(events));
-    if (*alive) arm();
 }
 
 }  // namespace devlet::usb

@@ -1,37 +1,20 @@
 #pragma once
-// The udev handler's OS adapter, the only code that calls libudev: reads devices, their
-// parents and udev database entries into plain UdevObservations, and watches the udev
-// netlink monitor on the event loop. Lives on the loop thread.
+// The udev handler's OS adapter, the only code of probes/usb that calls libudev: reads
+// devices, their parents and udev database entries into plain UdevObservations, and turns
+// the events of the shared udev monitor (probes/udev) into them. Lives on the loop thread.
 
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 
+#include "probes/udev/udev_handles.h"
+#include "probes/udev/udev_monitor.h"
 #include "probes/usb/udev_rule.h"
 
-struct udev;
-struct udev_device;
-struct udev_enumerate;
-struct udev_monitor;
-
 namespace devlet::usb {
-
-struct UdevDeleter {
-    void operator()(udev* handle) const;
-    void operator()(udev_device* handle) const;
-    void operator()(udev_enumerate* handle) const;
-    void operator()(udev_monitor* handle) const;
-};
-
-using UdevHandle = std::unique_ptr<udev, UdevDeleter>;
-using UdevDeviceHandle = std::unique_ptr<udev_device, UdevDeleter>;
-using UdevEnumerateHandle = std::unique_ptr<udev_enumerate, UdevDeleter>;
-using UdevMonitorHandle = std::unique_ptr<udev_monitor, UdevDeleter>;
 
 // One uevent as the udev daemon forwarded it.
 struct UdevEvent {
@@ -69,16 +52,8 @@ public:
     void close();
 
 private:
-    void arm();
-    void readEvents();
-
-    UdevHandle udev_;
-    UdevMonitorHandle monitor_;
-    // A dup of the monitor's socket: asio owns and closes its own descriptor.
-    boost::asio::posix::stream_descriptor descriptor_;
-    EventsCallback onEvents_;
-    ErrorCallback onError_;
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+    udev::UdevHandle udev_;  // for enumerate(); the monitor holds its own
+    udev::UdevMonitor monitor_;
 };
 
 }  // namespace devlet::usb
