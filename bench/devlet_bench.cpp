@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "bench/arrival_tracker.h"
+#include "bench/figures.h"
 #include "runtime/naming.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/kubelet_simulator.h"
@@ -61,18 +62,6 @@ struct Figure {
     std::optional<double> below;  // the target: value < below
 };
 
-double ms(Clock::duration d) {
-    return std::chrono::duration<double, std::milli>(d).count();
-}
-
-// Nearest-rank percentile of samples.
-double percentile(std::vector<double> samples, double p) {
-    if (samples.empty()) return NAN;
-    std::sort(samples.begin(), samples.end());
-    const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(samples.size())));
-    return samples[std::clamp<std::size_t>(rank, 1, samples.size()) - 1];
-}
-
 // "VmHWM:   12345 kB" -> MiB.
 double statusMiB(pid_t pid, const std::string& key) {
     std::ifstream status("/proc/" + std::to_string(pid) + "/status");
@@ -80,20 +69,6 @@ double statusMiB(pid_t pid, const std::string& key) {
         if (line.rfind(key + ":", 0) == 0) return std::stod(line.substr(key.size() + 1)) / 1024.0;
     }
     return NAN;
-}
-
-// CPU time (user + system) a process used so far.
-double cpuMs(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    // Fields after the command name, which may hold spaces: state is field 3, utime 14, stime 15.
-    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
-    std::string field;
-    double ticks = 0;
-    for (int i = 3; i <= 15 && fields >> field; ++i) {
-        if (i >= 14) ticks += std::stod(field);
-    }
-    return ticks * 1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 // CPU time of the benchmark itself: the kubelet simulator's gRPC threads and this one.

@@ -1,13 +1,22 @@
-// The gpu probe from a udev event to its updated snapshot, on a umockdev testbed with 16
-// GPUs: one card's driver is switched between xe and vfio-pci and a "bind" uevent sent;
-// the time runs until the probe reports the changed snapshot (event delivery, a full sysfs
-// pass of 16 cards and classification). Runs under umockdev-wrapper, whose preload library
-// also slows every sysfs read. Figures only.
+// The gpu handler under hotplug, on a umockdev testbed with 16 GPUs: one card's driver is
+// switched between xe and vfio-pci (a card handed to a VM and back) and a "bind" uevent
+// sent. Two figures:
+// - probe alone: the gpu probe in this process, from the uevent to its changed snapshot
+//   (event delivery, a full sysfs pass of 16 cards, classification);
+// - end to end: the real `devlet run`, forked after the testbed exists, from the uevent to
+//   the updated ListAndWatch messages at the kubelet simulator (the card's instance-level
+//   resource and the configuration-level one).
+// Runs under umockdev-wrapper, whose preload library also slows every sysfs read. Prints
+// figures only; never fails on them.
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,18 +24,35 @@
 #include <umockdev.h>
 #include <unistd.h>
 
+#include "bench/arrival_tracker.h"
+#include "bench/figures.h"
 #include "probes/gpu/gpu_handler.h"
 #include "runtime/configuration.h"
 #include "runtime/log.h"
 #include "tests/probes/gpu/gpu_testbeds.h"
+#include "tests/support/daemon_process.h"
+#include "tests/support/kubelet_simulator.h"
+#include "tests/support/temp_dir.h"
 
+namespace devlet::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
 
-class TimingSink : public devlet::ProbeSink {
+constexpr int kGpus = 16;
+constexpr const char* kResource = "akri.sh/gpus";
+// The card whose driver changes: the first of the 16.
+constexpr const char* kSwitchedGpu = "/devices/pci0000:00/0000:00:03.0/0000:03:00.0";
+
+struct Options {
+    int rounds = 50;   // probe alone
+    int events = 200;  // end to end, half unbinds and half binds
+};
+
+class TimingSink : public ProbeSink {
 public:
-    void reportSnapshot(const std::string&, std::vector<devlet::Instance> instances) override {
+    void reportSnapshot(const std::string&, std::vector<Instance> instances) override {
         at = Clock::now();
         count = instances.size();
         ++snapshots;
@@ -39,80 +65,229 @@ public:
     int snapshots = 0;
 };
 
+void print(const char* name, double value, const char* unit) {
+    std::printf("  %-52s %10.2f %s\n", name, value, unit);
+}
+
+class Bench {
+public:
+    explicit Bench(UMockdevTestbed* testbed)
+        : testbed_(testbed), sys_(umockdev_testbed_get_sys_dir(testbed)) {
+        for (int n = 0; n < kGpus; ++n) {
+            char bus[16];
+            std::snprintf(bus, sizeof bus, "%02x", 3 + n);
+            const std::string port = "/devices/pci0000:00/0000:00:" + std::string(bus) + ".0";
+            test::SyntheticGpu gpu;
+            gpu.parent = port;
+            gpu.address = "0000:" + std::string(bus) + ":00.0";
+            gpu.card = n;
+            gpu.numaNode = n % 2;
+            gpu.tiles = 2;
+            gpu.vramPerTile = 8589934592ull;
+            const std::string text = test::pciePort(port) + test::gpuTestbed(gpu);
+            GError* error = nullptr;
+            if (!umockdev_testbed_add_from_string(testbed_, text.c_str(), &error)) {
+                throw std::runtime_error(std::string("testbed: ") +
+                                         (error ? error->message : "unknown error"));
+            }
+        }
+    }
+
+    // The card handed to vfio-pci (unbound from the GPU drivers) or back to xe: the driver
+    // link changes in sysfs, untimed; the returned time is just before the uevent.
+    Clock::time_point rebind(bool toVfio) {
+        const std::string link = sys_ + kSwitchedGpu + "/driver";
+        ::unlink(link.c_str());
+        umockdev_testbed_set_attribute_link(
+            testbed_, (std::string("/sys") + kSwitchedGpu).c_str(), "driver",
+            (std::string("../../../../bus/pci/drivers/") + (toVfio ? "vfio-pci" : "xe")).c_str());
+        const Clock::time_point start = Clock::now();
+        umockdev_testbed_uevent(testbed_, (std::string("/sys") + kSwitchedGpu).c_str(), "bind");
+        return start;
+    }
+
+    std::vector<double> probeAlone(int rounds) {
+        setLogLevel(LogLevel::Warning);
+        boost::asio::io_context loop;
+        TimingSink sink;
+        gpu::SysfsRoots roots;
+        roots.nfdFeatureDir.clear();
+        gpu::GpuHandler handler(roots);
+        Configuration configuration;
+        configuration.name = "gpus";
+        configuration.handler = "gpu";
+        auto probe = handler.createProbe(configuration, loop, sink);
+        probe->start();
+        auto runUntil = [&](int snapshots) {
+            const auto deadline = Clock::now() + 10s;
+            while (sink.snapshots < snapshots && Clock::now() < deadline) {
+                loop.run_one_for(100ms);
+                if (loop.stopped()) loop.restart();
+            }
+            return sink.snapshots >= snapshots;
+        };
+        if (!runUntil(1) || sink.count != kGpus) throw std::runtime_error("the probe did not offer 16 GPUs");
+        std::vector<double> times;
+        for (int round = 0; round < rounds; ++round) {
+            const Clock::time_point start = rebind(round % 2 == 0);
+            if (!runUntil(sink.snapshots + 1)) throw std::runtime_error("no snapshot after a rebind");
+            times.push_back(ms(sink.at - start));
+        }
+        // Leave the card bound to xe for the next part.
+        if (rounds % 2 == 1) {
+            rebind(false);
+            runUntil(sink.snapshots + 1);
+        }
+        probe->stop();
+        return times;
+    }
+
+    struct EndToEnd {
+        std::vector<double> unbind;  // ms, uevent -> Unhealthy on both resources
+        std::vector<double> bind;    // ms, uevent -> Healthy on both resources
+        double cpuMsPerEvent = 0;
+    };
+
+    EndToEnd throughDaemon(int events) {
+        EndToEnd result;
+        test::TempDir dir;
+        test::DaemonProcess daemon(dir.path());
+        ArrivalTracker tracker;
+        test::KubeletSimulator kubelet(daemon.devicePluginDir(), daemon.podResourcesSocket());
+        kubelet.onListAndWatch(
+            [&tracker](const std::string& resource, const v1beta1::ListAndWatchResponse& response,
+                       Clock::time_point receivedAt) { tracker.observe(resource, response, receivedAt); });
+        test::writeFile(daemon.confDir() / "gpus.yaml",
+                        "apiVersion: akri.sh/v0\n"
+                        "kind: Configuration\n"
+                        "metadata:\n"
+                        "  name: gpus\n"
+                        "spec:\n"
+                        "  discoveryHandler:\n"
+                        "    name: gpu\n"
+                        "    discoveryDetails: ''\n"
+                        "  capacity: 1\n"
+                        "  devlet:\n"
+                        // An unbound card stays listed (Unhealthy): every change is one device list.
+                        "    removalGracePeriodSeconds: 3600\n");
+        if (!kubelet.start()) throw std::runtime_error("the kubelet simulator cannot listen");
+        daemon.start({"--log-level", "info"});
+        auto healthy = [&](const std::string& resource) {
+            std::size_t count = 0;
+            for (const auto& [id, state] : kubelet.devices(resource)) count += state.health == "Healthy";
+            return count;
+        };
+        if (!kubelet.waitFor([&] { return healthy(kResource) == kGpus; }, 30s)) {
+            throw std::runtime_error("the 16 GPUs were never offered:\n" + daemon.log());
+        }
+        // Which instance-level resource is the switched card's: the one that goes Unhealthy.
+        rebind(true);
+        std::string instance;
+        kubelet.waitFor(
+            [&] {
+                for (const std::string& resource : kubelet.resources()) {
+                    if (resource.rfind(std::string(kResource) + "-", 0) == 0 &&
+                        kubelet.devices(resource).size() == 1 && healthy(resource) == 0) {
+                        instance = resource;
+                    }
+                }
+                return !instance.empty();
+            },
+            30s);
+        if (instance.empty())
+            throw std::runtime_error("the unbound card never went Unhealthy:\n" + daemon.log());
+        rebind(false);
+        if (!kubelet.waitFor([&] { return healthy(kResource) == kGpus && healthy(instance) == 1; }, 30s)) {
+            throw std::runtime_error("the rebound card never came back:\n" + daemon.log());
+        }
+
+        const double cpuBefore = cpuMs(daemon.pid());
+        for (int i = 0; i < events; ++i) {
+            const bool unbind = i % 2 == 0;
+            tracker.expect({{instance, {1, unbind ? 0u : 1u}},
+                            {kResource, {static_cast<std::size_t>(kGpus), kGpus - (unbind ? 1u : 0u)}}},
+                           Clock::now());
+            const Clock::time_point start = rebind(unbind);
+            const auto arrived = tracker.wait(10s);
+            if (!arrived)
+                throw std::runtime_error("event " + std::to_string(i) + " never reached the kubelet");
+            (unbind ? result.unbind : result.bind).push_back(ms(*arrived - start));
+        }
+        result.cpuMsPerEvent = (cpuMs(daemon.pid()) - cpuBefore) / std::max(events, 1);
+        daemon.stop();
+        kubelet.stop();
+        return result;
+    }
+
+private:
+    UMockdevTestbed* testbed_;
+    std::string sys_;
+};
+
+int parse(int argc, char** argv, Options& options) {
+    const std::map<std::string, int*> flags = {{"--rounds", &options.rounds}, {"--events", &options.events}};
+    for (int i = 1; i < argc; ++i) {
+        auto flag = flags.find(argv[i]);
+        if (flag == flags.end() || i + 1 >= argc) {
+            std::fprintf(stderr, "usage: umockdev-wrapper gpu_event_bench [--rounds N] [--events N]\n");
+            return 2;
+        }
+        *flag->second = std::max(1, std::atoi(argv[++i]));
+    }
+    options.events += options.events % 2;  // as many binds as unbinds
+    return 0;
+}
+
 }  // namespace
+}  // namespace devlet::bench
 
 int main(int argc, char** argv) {
+    using namespace devlet::bench;
+#ifdef DEVLET_BENCH_BINARY
+    setenv("DEVLET_BINARY", DEVLET_BENCH_BINARY, 0);  // meson's build; DEVLET_BINARY overrides it
+#endif
+    Options options;
+    if (int status = parse(argc, argv, options); status != 0) return status;
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     const char* preload = std::getenv("LD_PRELOAD");
-    if (!preload || std::string(preload).find("libumockdev-preload") == std::string::npos) {
-        std::fprintf(stderr, "skipped: run under umockdev-wrapper\n");
+    if (!preload || !std::strstr(preload, "libumockdev-preload")) {
+        std::fprintf(stderr,
+                     "skipped: run gpu_event_bench under umockdev-wrapper, which the testbed needs\n");
         return 77;
     }
-    devlet::setLogLevel(devlet::LogLevel::Warning);
-    int rounds = 50;
-    if (argc == 3 && std::string(argv[1]) == "--rounds") rounds = std::max(1, std::atoi(argv[2]));
-    UMockdevTestbed* testbed = umockdev_testbed_new();
-    for (int n = 0; n < 16; ++n) {
-        char bus[16];
-        std::snprintf(bus, sizeof bus, "%02x", 3 + n);
-        const std::string port = "/devices/pci0000:00/0000:00:" + std::string(bus) + ".0";
-        devlet::test::SyntheticGpu gpu;
-        gpu.parent = port;
-        gpu.address = "0000:" + std::string(bus) + ":00.0";
-        gpu.card = n;
-        gpu.numaNode = n % 2;
-        gpu.tiles = 2;
-        gpu.vramPerTile = 8589934592ull;
-        const std::string text = devlet::test::pciePort(port) + devlet::test::gpuTestbed(gpu);
-        GError* error = nullptr;
-        if (!umockdev_testbed_add_from_string(testbed, text.c_str(), &error)) {
-            std::fprintf(stderr, "testbed: %s\n", error ? error->message : "unknown error");
-            return 1;
-        }
-    }
-    boost::asio::io_context loop;
-    TimingSink sink;
-    devlet::gpu::SysfsRoots roots;
-    roots.nfdFeatureDir.clear();
-    devlet::gpu::GpuHandler handler(roots);
-    devlet::Configuration configuration;
-    configuration.name = "gpus";
-    configuration.handler = "gpu";
-    auto probe = handler.createProbe(configuration, loop, sink);
-    probe->start();
-    auto runUntil = [&](int snapshots) {
-        const auto deadline = Clock::now() + std::chrono::seconds(10);
-        while (sink.snapshots < snapshots && Clock::now() < deadline) {
-            loop.run_one_for(std::chrono::milliseconds(100));
-            if (loop.stopped()) loop.restart();
-        }
-        return sink.snapshots >= snapshots;
-    };
-    if (!runUntil(1) || sink.count != 16) {
-        std::fprintf(stderr, "the probe did not offer 16 GPUs\n");
+    try {
+        UMockdevTestbed* testbed = umockdev_testbed_new();
+        Bench bench(testbed);
+        std::printf("gpu hotplug benchmark: devlet %s, %ld CPU(s), %d GPUs (xe, 2 tiles each)\n",
+                    devlet::test::DaemonProcess::binary().c_str(), sysconf(_SC_NPROCESSORS_ONLN), kGpus);
+
+        const std::vector<double> probe = bench.probeAlone(options.rounds);
+        std::printf("\nprobe alone: uevent -> the probe's new snapshot, %zu rebinds\n", probe.size());
+        print("p50", percentile(probe, 50), "ms");
+        print("p99", percentile(probe, 99), "ms");
+        print("max", percentile(probe, 100), "ms");
+
+        const Bench::EndToEnd e2e = bench.throughDaemon(options.events);
+        std::vector<double> all = e2e.unbind;
+        all.insert(all.end(), e2e.bind.begin(), e2e.bind.end());
+        std::printf(
+            "\ndevlet run: uevent -> ListAndWatch at the kubelet simulator, %zu events "
+            "(%zu unbinds, %zu binds)\n",
+            all.size(), e2e.unbind.size(), e2e.bind.size());
+        print("uevent -> ListAndWatch p50", percentile(all, 50), "ms");
+        print("uevent -> ListAndWatch p99 (target < 10 ms)", percentile(all, 99), "ms");
+        print("uevent -> ListAndWatch max", percentile(all, 100), "ms");
+        print("unbind -> Unhealthy p50", percentile(e2e.unbind, 50), "ms");
+        print("bind -> Healthy p50", percentile(e2e.bind, 50), "ms");
+        print("devlet CPU time per event", e2e.cpuMsPerEvent, "ms");
+        std::printf(
+            "{\"gpu_event_to_snapshot_p50_ms\": %.2f, \"gpu_event_to_list_and_watch_p50_ms\": %.2f, "
+            "\"gpu_event_to_list_and_watch_p99_ms\": %.2f}\n",
+            percentile(probe, 50), percentile(all, 50), percentile(all, 99));
+        g_object_unref(testbed);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "gpu_event_bench: %s\n", e.what());
         return 1;
     }
-    const std::string sys = umockdev_testbed_get_sys_dir(testbed);
-    const std::string pci = "/devices/pci0000:00/0000:00:03.0/0000:03:00.0";
-    std::vector<double> times;
-    for (int round = 0; round < rounds; ++round) {
-        const char* driver = round % 2 == 0 ? "vfio-pci" : "xe";
-        ::unlink((sys + pci + "/driver").c_str());
-        umockdev_testbed_set_attribute_link(testbed, ("/sys" + pci).c_str(), "driver",
-                                            (std::string("../../../../bus/pci/drivers/") + driver).c_str());
-        const auto start = Clock::now();
-        umockdev_testbed_uevent(testbed, ("/sys" + pci).c_str(), "bind");
-        if (!runUntil(sink.snapshots + 1)) {
-            std::fprintf(stderr, "no snapshot after round %d\n", round);
-            return 1;
-        }
-        times.push_back(std::chrono::duration<double, std::milli>(sink.at - start).count());
-    }
-    probe->stop();
-    g_object_unref(testbed);
-    std::sort(times.begin(), times.end());
-    std::printf("gpu uevent to snapshot, 16 GPUs, %d rounds (under umockdev)\n", rounds);
-    std::printf("  median %.2f ms, fastest %.2f ms, slowest %.2f ms (target < 10 ms)\n",
-                times[times.size() / 2], times.front(), times.back());
-    std::printf("{\"gpu_event_to_snapshot_ms\": %.2f}\n", times[times.size() / 2]);
     return 0;
 }

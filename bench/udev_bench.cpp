@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "bench/arrival_tracker.h"
+#include "bench/figures.h"
 #include "tests/probes/usb/webcam_testbed.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/kubelet_simulator.h"
@@ -52,33 +53,6 @@ struct Options {
     int idleSeconds = 60;     // idle time per mode
     int storm = 1000;         // add/remove events in the storm
 };
-
-double ms(Clock::duration d) {
-    return std::chrono::duration<double, std::milli>(d).count();
-}
-
-// Nearest-rank percentile.
-double percentile(std::vector<double> samples, double p) {
-    if (samples.empty()) return NAN;
-    std::sort(samples.begin(), samples.end());
-    const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(samples.size())));
-    return samples[std::clamp<std::size_t>(rank, 1, samples.size()) - 1];
-}
-
-// CPU time (user + system) of every thread of a process so far.
-double cpuMs(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (stat.empty()) return NAN;
-    // After the command name (which may hold spaces): state is field 3, utime 14, stime 15.
-    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
-    std::string field;
-    double ticks = 0;
-    for (int i = 3; i <= 15 && fields >> field; ++i) {
-        if (i >= 14) ticks += std::stod(field);
-    }
-    return ticks * 1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
 
 // Voluntary context switches per thread (a thread that blocks and is woken again counts
 // one), keyed by "tid name".
