@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <map>
 #include <set>
 #include <string_view>
 #include <utility>
@@ -54,9 +53,9 @@ UdevDevice readDevice(udev_device* device) {
     return read;
 }
 
-// `parents` caches the devices above, read once per enumeration: a hub or a PCI bridge is
-// the parent of many devices.
-UdevObservation readObservation(udev_device* device, std::map<std::string, UdevDevice>* parents) {
+// The devices above come from `parents` when it has them: a hub or a PCI bridge is the
+// parent of many devices, and the parent of every device plugged in below it.
+UdevObservation readObservation(udev_device* device, UdevParentCache& parents) {
     UdevObservation observation;
     observation.device = readDevice(device);
     observation.devnode = std::move(observation.device.devnode);
@@ -69,14 +68,8 @@ UdevObservation readObservation(udev_device* device, std::map<std::string, UdevD
     // udev_device_get_parent returns a reference owned by the child.
     for (udev_device* parent = udev_device_get_parent(device); parent;
          parent = udev_device_get_parent(parent)) {
-        const std::string devpath = text(udev_device_get_devpath(parent));
-        if (parents) {
-            auto it = parents->find(devpath);
-            if (it == parents->end()) it = parents->emplace(devpath, readDevice(parent)).first;
-            observation.parents.push_back(it->second);
-        } else {
-            observation.parents.push_back(readDevice(parent));
-        }
+        const UdevDevice* known = parents.find(text(udev_device_get_devpath(parent)));
+        observation.parents.push_back(known ? *known : parents.remember(readDevice(parent)));
     }
     return observation;
 }
@@ -100,7 +93,7 @@ std::string UdevSource::open(bool withMonitor) {
     return {};
 }
 
-std::string UdevSource::enumerate(std::vector<UdevObservation>& observations) const {
+std::string UdevSource::enumerate(std::vector<UdevObservation>& observations) {
     observations.clear();
     if (!udev_) return "libudev is not open";
     udev::UdevEnumerateHandle enumeration(udev_enumerate_new(udev_.get()));
@@ -108,7 +101,8 @@ std::string UdevSource::enumerate(std::vector<UdevObservation>& observations) co
     if (const int error = udev_enumerate_scan_devices(enumeration.get()); error < 0) {
         return systemError("cannot scan sysfs for devices", -error);
     }
-    std::map<std::string, UdevDevice> parents;
+    // Everything is read again: parents that changed without an event are current again.
+    parents_.clear();
     udev_list_entry* entry = nullptr;
     udev_list_entry_foreach(entry, udev_enumerate_get_list_entry(enumeration.get())) {
         const char* syspath = udev_list_entry_get_name(entry);
@@ -116,21 +110,22 @@ std::string UdevSource::enumerate(std::vector<UdevObservation>& observations) co
         // A device removed since the scan is simply gone; its remove event follows.
         udev::UdevDeviceHandle device(udev_device_new_from_syspath(udev_.get(), syspath));
         if (!device) continue;
-        observations.push_back(readObservation(device.get(), &parents));
+        observations.push_back(readObservation(device.get(), parents_));
     }
     return {};
 }
 
 void UdevSource::watch(EventsCallback onEvents, ErrorCallback onError) {
     monitor_.watch(
-        [onEvents = std::move(onEvents)](std::vector<udev::UdevDeviceHandle> devices) {
+        [this, onEvents = std::move(onEvents)](std::vector<udev::UdevDeviceHandle> devices) {
             std::vector<UdevEvent> events;
             events.reserve(devices.size());
             for (const udev::UdevDeviceHandle& device : devices) {
                 UdevEvent event;
                 event.action = text(udev_device_get_action(device.get()));
                 event.devpath = text(udev_device_get_devpath(device.get()));
-                if (event.action != "remove") event.observation = readObservation(device.get(), nullptr);
+                parents_.forget(event.action, event.devpath);
+                if (event.action != "remove") event.observation = readObservation(device.get(), parents_);
                 events.push_back(std::move(event));
             }
             onEvents(std::move(events));
@@ -145,6 +140,7 @@ void UdevSource::watch(EventsCallback onEvents, ErrorCallback onError) {
 void UdevSource::close() {
     monitor_.close();
     udev_.reset();
+    parents_.clear();
 }
 
 }  // namespace devlet::usb

@@ -12,6 +12,7 @@
 
 #include "probes/udev/udev_handles.h"
 #include "probes/udev/udev_monitor.h"
+#include "probes/usb/udev_parent_cache.h"
 #include "probes/usb/udev_rule.h"
 
 namespace devlet::usb {
@@ -42,8 +43,9 @@ public:
     std::string open(bool withMonitor = true);
     bool isOpen() const { return udev_ != nullptr; }
 
-    // Reads every device sysfs has now. Returns an error message, empty on success.
-    std::string enumerate(std::vector<UdevObservation>& observations) const;
+    // Reads every device sysfs has now (and every parent afresh). Returns an error message,
+    // empty on success.
+    std::string enumerate(std::vector<UdevObservation>& observations);
 
     // Waits for uevents without polling; callbacks run on the loop.
     void watch(EventsCallback onEvents, ErrorCallback onError);
@@ -53,6 +55,8 @@ public:
 
 private:
     udev::UdevHandle udev_;  // for enumerate(); the monitor holds its own
+    // Parents read by the last scan or since, for the devices events bring.
+    UdevParentCache parents_;
     udev::UdevMonitor monitor_;
 };
 
