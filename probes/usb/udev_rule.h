@@ -29,6 +29,10 @@ struct UdevDevice {
     // A USB device's string descriptors that sysfs lacks, read through libusb ("serial",
     // "manufacturer", "product"); rules never read them, the classifier falls back to them.
     std::map<std::string, std::string> descriptorStrings = {};
+    // For a USB device: the strings its device descriptor names ("manufacturer", "product",
+    // "serial": iManufacturer, iProduct, iSerialNumber not 0); nullopt when unknown. Only
+    // a named string that sysfs lacks is worth asking the device for. Rules never read it.
+    std::optional<std::set<std::string>> namedStrings = {};
     bool operator==(const UdevDevice&) const = default;
 };
 

@@ -2,6 +2,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <utility>
@@ -34,6 +36,25 @@ bool skippedAttribute(std::string_view name) {
     return kSkipped.contains(name) || name.starts_with("resource");
 }
 
+// Which strings a USB device's device descriptor (the first 18 bytes of sysfs's binary
+// `descriptors`) names. The kernel leaves `serial` out of sysfs both when the device has
+// none and when reading it failed; only the second is worth asking the device again.
+std::optional<std::set<std::string>> namedStrings(udev_device* device) {
+    const char* syspath = udev_device_get_syspath(device);
+    if (!syspath) return std::nullopt;
+    std::ifstream in(std::string(syspath) + "/descriptors", std::ios::binary);
+    char descriptor[18];
+    if (!in.read(descriptor, sizeof descriptor)) return std::nullopt;
+    // bLength, bDescriptorType DEVICE; iManufacturer, iProduct, iSerialNumber at 14..16.
+    if (static_cast<unsigned char>(descriptor[0]) < sizeof descriptor || descriptor[1] != 1)
+        return std::nullopt;
+    std::set<std::string> named;
+    if (descriptor[14] != 0) named.insert("manufacturer");
+    if (descriptor[15] != 0) named.insert("product");
+    if (descriptor[16] != 0) named.insert("serial");
+    return named;
+}
+
 UdevDevice readDevice(udev_device* device) {
     UdevDevice read;
     read.devpath = text(udev_device_get_devpath(device));
@@ -49,6 +70,9 @@ UdevDevice readDevice(udev_device* device) {
     }
     udev_list_entry_foreach(entry, udev_device_get_tags_list_entry(device)) {
         if (const char* tag = udev_list_entry_get_name(entry)) read.tags.insert(tag);
+    }
+    if (read.attributes.contains("idVendor") && read.attributes.contains("idProduct")) {
+        read.namedStrings = namedStrings(device);
     }
     return read;
 }

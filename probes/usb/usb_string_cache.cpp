@@ -51,6 +51,7 @@ std::optional<UsbStringRequest> usbStringsWanted(const UdevObservation& observat
     const UdevDevice* usb = &deviceAt(observation, *level);
     UsbStringRequest request;
     for (const std::string& name : usbStringNames()) {
+        if (usb->namedStrings && !usb->namedStrings->contains(name)) continue;  // the device has none
         auto it = usb->attributes.find(name);
         if (it == usb->attributes.end() || blank(it->second)) request.names.insert(name);
     }

@@ -47,7 +47,8 @@ struct UsbStringRequest {
 };
 
 // The read the USB device at or above `observation` needs: nullopt when there is no USB
-// device there, sysfs has all three strings, or its bus or device number is unknown.
+// device there, sysfs has every string its device descriptor names (all three when the
+// descriptor is unknown), or its bus or device number is unknown.
 std::optional<UsbStringRequest> usbStringsWanted(const UdevObservation& observation);
 
 // Gives the USB device at or above `observation` the strings libusb read (the classifier

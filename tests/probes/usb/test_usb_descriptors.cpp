@@ -223,6 +223,29 @@ TEST_F(UsbDescriptorsTest, CameraWaitsForItsReadAndIsOfferedOnceUnderItsSerial) 
     EXPECT_EQ(gate->reads.load(), 1);
 }
 
+TEST_F(UsbDescriptorsTest, HubWhoseDescriptorNamesNoStringIsOfferedWithoutARead) {
+    // The Intel hub has no manufacturer, product or serial in sysfs, and its device
+    // descriptor (sysfs's `descriptors`) names none: there is nothing to ask it for.
+    std::atomic<int> reads = 0;
+    UdevHandler handler([&reads](const UsbStringRequest&) {
+        ++reads;
+        return UsbStrings{};
+    });
+    load(test::kCanonCameraTestbed);
+    Configuration configuration;
+    configuration.name = "hubs";
+    configuration.handler = "udev";
+    configuration.discoveryDetails = "udevRules:\n  - 'SUBSYSTEM==\"usb\", ATTR{idVendor}==\"8087\"'\n";
+    probe_ = handler.createProbe(configuration, loop_, sink_);
+    probe_->start();
+    ASSERT_TRUE(runUntilSnapshots(1));
+    ASSERT_EQ(sink_.snapshots[0].size(), 1u);  // in the first snapshot: not held back
+    EXPECT_EQ(sink_.snapshots[0][0].properties.at("USB_VENDOR_ID"), "8087");
+    probe_->stop();
+    probe_.reset();
+    EXPECT_EQ(reads.load(), 0);
+}
+
 TEST_F(UsbDescriptorsTest, CameraThatVanishesIsWithdrawnAndNoLongerListed) {
     load(test::canonCameraWithoutStrings());
     startProbe();

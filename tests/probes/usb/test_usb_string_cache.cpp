@@ -98,6 +98,20 @@ TEST(UsbStringCache, WantedNamesAreTheStringsSysfsLacksOrLeavesBlank) {
     EXPECT_EQ(wanted->key(), cameraPath() + " 1:3");
 }
 
+TEST(UsbStringCache, StringTheDeviceDescriptorDoesNotNameIsNeverAskedFor) {
+    // A serial-less adapter: the kernel had nothing to read, asking again would only delay it.
+    Tree tree = webcamWithoutSerial();
+    tree.devices[cameraPath()].namedStrings = std::set<std::string>{"manufacturer", "product"};
+    EXPECT_FALSE(usbStringsWanted(tree.observe(videoPath())));
+    UsbStringCache cache(kLimit);
+    EXPECT_EQ(resolveAll(cache, cameraAndBelow(tree)).offered.size(), 3u);
+    // Named but missing from sysfs: the kernel's read failed, so it is asked for.
+    tree.devices[cameraPath()].namedStrings = std::set<std::string>{"manufacturer", "product", "serial"};
+    const std::optional<UsbStringRequest> wanted = usbStringsWanted(tree.observe(videoPath()));
+    ASSERT_TRUE(wanted);
+    EXPECT_EQ(wanted->names, (std::set<std::string>{"serial"}));
+}
+
 TEST(UsbStringCache, DeviceOutsideUsbOrWithoutDeviceNumberIsNeverRead) {
     Tree tree = webcamWithoutSerial();
     EXPECT_FALSE(usbStringsWanted(tree.observe(kController)));
