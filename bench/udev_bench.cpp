@@ -335,6 +335,9 @@ int parse(int argc, char** argv, Options& options) {
 
 int main(int argc, char** argv) {
     using namespace devlet::bench;
+#ifdef DEVLET_BENCH_BINARY
+    setenv("DEVLET_BINARY", DEVLET_BENCH_BINARY, 0);  // meson's build; DEVLET_BINARY overrides it
+#endif
     Options options;
     if (int status = parse(argc, argv, options); status != 0) return status;
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
