@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "bench/arrival_tracker.h"
+#include "bench/command_line.h"
 #include "bench/figures.h"
 #include "runtime/naming.h"
 #include "tests/support/daemon_process.h"
@@ -411,16 +412,14 @@ Options parseOptions(int argc, char** argv) {
         {"--allocations", &options.allocations}, {"--toggles", &options.toggles},
         {"--bursts", &options.bursts},           {"--runs", &options.runs},
     };
-    for (int i = 1; i < argc; ++i) {
-        auto flag = flags.find(argv[i]);
-        if (flag == flags.end() || i + 1 >= argc) {
-            throw std::invalid_argument(std::string("usage: devlet_bench [--instances N] [--capacity N] ") +
-                                        "[--allocations N] [--toggles N] [--bursts N] [--runs N] (at " +
-                                        argv[i] + ")");
-        }
-        *flag->second = std::stoi(argv[++i]);
-        if (*flag->second < 0 || (flag->first != "--bursts" && *flag->second == 0))
-            throw std::invalid_argument(flag->first + " must be positive");
+    if (const std::string wrong = parseNumberFlags(argc, argv, flags); !wrong.empty()) {
+        throw std::invalid_argument(std::string("usage: devlet_bench [--instances N] [--capacity N] ") +
+                                    "[--allocations N] [--toggles N] [--bursts N] [--runs N] (at " + wrong +
+                                    ")");
+    }
+    for (const auto& [name, value] : flags) {
+        if (*value < 0 || (name != "--bursts" && *value == 0))
+            throw std::invalid_argument(name + " must be positive");
     }
     return options;
 }
@@ -456,9 +455,7 @@ void print(const std::vector<std::vector<Figure>>& runs) {
 
 int main(int argc, char** argv) {
     using namespace devlet::bench;
-#ifdef DEVLET_BENCH_BINARY
-    setenv("DEVLET_BINARY", DEVLET_BENCH_BINARY, 0);  // meson's build; DEVLET_BINARY overrides it
-#endif
+    useThisBuildsDevlet();
     signal(SIGINT, cleanUpAndExit);
     signal(SIGTERM, cleanUpAndExit);
     try {

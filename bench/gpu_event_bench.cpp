@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -25,6 +24,7 @@
 #include <unistd.h>
 
 #include "bench/arrival_tracker.h"
+#include "bench/command_line.h"
 #include "bench/figures.h"
 #include "probes/gpu/gpu_handler.h"
 #include "runtime/configuration.h"
@@ -225,16 +225,15 @@ private:
 };
 
 int parse(int argc, char** argv, Options& options) {
-    const std::map<std::string, int*> flags = {{"--rounds", &options.rounds}, {"--events", &options.events}};
-    for (int i = 1; i < argc; ++i) {
-        auto flag = flags.find(argv[i]);
-        if (flag == flags.end() || i + 1 >= argc) {
-            std::fprintf(stderr, "usage: umockdev-wrapper gpu_event_bench [--rounds N] [--events N]\n");
-            return 2;
-        }
-        *flag->second = std::max(1, std::atoi(argv[++i]));
+    if (const std::string wrong =
+            parseNumberFlags(argc, argv, {{"--rounds", &options.rounds}, {"--events", &options.events}});
+        !wrong.empty()) {
+        std::fprintf(stderr, "usage: umockdev-wrapper gpu_event_bench [--rounds N] [--events N] (at %s)\n",
+                     wrong.c_str());
+        return 2;
     }
-    options.events += options.events % 2;  // as many binds as unbinds
+    options.rounds = std::max(1, options.rounds);
+    options.events = std::max(2, options.events + options.events % 2);  // as many binds as unbinds
     return 0;
 }
 
@@ -243,14 +242,11 @@ int parse(int argc, char** argv, Options& options) {
 
 int main(int argc, char** argv) {
     using namespace devlet::bench;
-#ifdef DEVLET_BENCH_BINARY
-    setenv("DEVLET_BINARY", DEVLET_BENCH_BINARY, 0);  // meson's build; DEVLET_BINARY overrides it
-#endif
+    useThisBuildsDevlet();
     Options options;
     if (int status = parse(argc, argv, options); status != 0) return status;
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
-    const char* preload = std::getenv("LD_PRELOAD");
-    if (!preload || !std::strstr(preload, "libumockdev-preload")) {
+    if (!underUmockdevWrapper()) {
         std::fprintf(stderr,
                      "skipped: run gpu_event_bench under umockdev-wrapper, which the testbed needs\n");
         return 77;

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "bench/arrival_tracker.h"
+#include "bench/command_line.h"
 #include "bench/figures.h"
 #include "tests/probes/usb/webcam_testbed.h"
 #include "tests/support/daemon_process.h"
@@ -312,19 +313,17 @@ void print(const ModeResult& r) {
 }
 
 int parse(int argc, char** argv, Options& options) {
-    const std::map<std::string, int*> flags = {{"--cycles", &options.cycles},
-                                               {"--baseline-events", &options.baselineEvents},
-                                               {"--idle-seconds", &options.idleSeconds},
-                                               {"--storm", &options.storm}};
-    for (int i = 1; i < argc; ++i) {
-        auto flag = flags.find(argv[i]);
-        if (flag == flags.end() || i + 1 >= argc) {
-            std::fprintf(stderr,
-                         "usage: umockdev-wrapper udev_bench [--cycles N] [--baseline-events N] "
-                         "[--idle-seconds N] [--storm N]\n");
-            return 2;
-        }
-        *flag->second = std::atoi(argv[++i]);
+    const std::string wrong = parseNumberFlags(argc, argv,
+                                               {{"--cycles", &options.cycles},
+                                                {"--baseline-events", &options.baselineEvents},
+                                                {"--idle-seconds", &options.idleSeconds},
+                                                {"--storm", &options.storm}});
+    if (!wrong.empty()) {
+        std::fprintf(stderr,
+                     "usage: umockdev-wrapper udev_bench [--cycles N] [--baseline-events N] "
+                     "[--idle-seconds N] [--storm N] (at %s)\n",
+                     wrong.c_str());
+        return 2;
     }
     options.storm += options.storm % 2;  // an even storm ends plugged
     return 0;
@@ -335,14 +334,11 @@ int parse(int argc, char** argv, Options& options) {
 
 int main(int argc, char** argv) {
     using namespace devlet::bench;
-#ifdef DEVLET_BENCH_BINARY
-    setenv("DEVLET_BINARY", DEVLET_BENCH_BINARY, 0);  // meson's build; DEVLET_BINARY overrides it
-#endif
+    useThisBuildsDevlet();
     Options options;
     if (int status = parse(argc, argv, options); status != 0) return status;
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
-    const char* preload = std::getenv("LD_PRELOAD");
-    if (!preload || !std::strstr(preload, "libumockdev-preload")) {
+    if (!underUmockdevWrapper()) {
         std::fprintf(stderr, "udev_bench: run it under umockdev-wrapper, which the udev testbed needs\n");
         return 2;
     }

@@ -1,0 +1,21 @@
+#pragma once
+// What the benchmarks' command lines share: "--name N" options, the devlet binary of the
+// same build, and the check that umockdev-wrapper runs a benchmark that needs a testbed.
+
+#include <map>
+#include <string>
+
+namespace devlet::bench {
+
+// Reads "--name N" pairs into `flags`. Returns the argument that is not such a pair (an
+// unknown name, or a name without its number), empty when all are.
+std::string parseNumberFlags(int argc, char** argv, const std::map<std::string, int*>& flags);
+
+// Runs the devlet of this build directory (DEVLET_BENCH_BINARY, which meson gives each
+// benchmark that compiles this file) unless DEVLET_BINARY names another.
+void useThisBuildsDevlet();
+
+// Whether umockdev-wrapper runs this process: a umockdev testbed needs its preload library.
+bool underUmockdevWrapper();
+
+}  // namespace devlet::bench
