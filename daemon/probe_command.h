@@ -1,7 +1,9 @@
 #pragma once
 // `devlet probe usb|onvif`: one discovery pass, printed for people or as JSON, for writing
-// filters: what is found, the instance it becomes, and which filter excluded the rest. No
-// daemon, no event loop left running; main thread only (onvif's pass runs its own loop).
+// filters: what is found, the instance it becomes, and which filter excluded the rest
+// (for USB devices also what libusb read of the strings sysfs lacks, and which reads
+// failed). No daemon, no event loop left running; main thread only (onvif's pass runs
+// its own loop).
 
 #include <string>
 #include <vector>
