@@ -108,8 +108,8 @@ int runCommand(const std::vector<std::string>& args) {
     devlet::parseLogLevel(loaded.settings.logLevel, level);
     devlet::setLogLevel(level);
     raiseOpenFileLimit();
-    // gRPC's threads would each get a glibc malloc arena of their own: on a node with a
-    // thousand plugins that is 10 to 20 MB of memory for no gain (the core is one thread).
+    // Worker threads (ONVIF queries, libusb reads) would each get a glibc malloc arena of
+    // their own, keeping pages of memory for little gain: the core is one thread.
     mallopt(M_ARENA_MAX, 1);
     devlet::HandlerRegistry handlers;
     registerHandlers(handlers);
