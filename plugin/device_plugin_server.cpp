@@ -16,6 +16,7 @@ namespace devlet::plugin {
 namespace {
 constexpr Log log{"plugin"};
 constexpr std::string_view kService = "/v1beta1.DevicePlugin/";
+constexpr std::size_t kMaxConnections = 8;
 
 void fillResponse(const ContainerGrant& grant, v1beta1::ContainerAllocateResponse& response) {
     for (const auto& [key, value] : grant.envs) (*response.mutable_envs())[key] = value;
@@ -82,6 +83,13 @@ void DevicePluginServer::accept() {
             return;
         }
         server.dropClosedConnections();
+        if (server.connections_.size() >= kMaxConnections) {
+            // The kubelet holds one connection (two for a moment when it restarts): more
+            // are someone else's, and each would keep an HTTP/2 session.
+            log.warning() << server.resource_ << ": refusing a connection beyond " << kMaxConnections;
+            server.accept();
+            return;
+        }
         GrpcConnection::Service& service = server;
         auto connection = std::make_shared<GrpcConnection>(std::move(socket), service);
         server.connections_.push_back(connection);
