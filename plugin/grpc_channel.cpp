@@ -351,7 +351,7 @@ const std::string& GrpcChannel::socketPath() const {
     return state_->path;
 }
 
-void GrpcChannel::call(std::string method, std::string request, CallOptions options, Reply reply) {
+void GrpcChannel::call(std::string method, std::string_view request, CallOptions options, Reply reply) {
     auto call = std::make_shared<Call>();
     call->method = std::move(method);
     call->request = frameMessage(request);

@@ -35,7 +35,7 @@ public:
 
     // Calls `method` ("/package.Service/Method") with a serialized request; `reply` runs
     // once, with the serialized response or the status that ended the call.
-    void call(std::string method, std::string request, CallOptions options, Reply reply);
+    void call(std::string method, std::string_view request, CallOptions options, Reply reply);
     const std::string& socketPath() const;
 
     // The connection and the calls, shared with asynchronous work that may outlive the

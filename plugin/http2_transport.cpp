@@ -17,7 +17,7 @@ namespace {
 constexpr Log log{"kubelet"};
 // Output is gathered up to this size before a write: a 4,000-slot device list is
 // about 110 KB in 16 KB DATA frames, written in two system calls rather than eight.
-constexpr std::size_t kWriteChunk = 64 * 1024;
+constexpr std::size_t kWriteChunk = std::size_t{64} * 1024;
 // Reads per readiness, so one busy connection cannot starve the loop.
 constexpr int kReadRounds = 16;
 
@@ -115,7 +115,7 @@ void Http2Transport::waitReadable() {
 void Http2Transport::onReadable() {
     if (closed_) return;
     // One buffer for every connection of the loop: nghttp2 copies what it keeps.
-    thread_local std::array<std::uint8_t, 64 * 1024> buffer;
+    thread_local std::array<std::uint8_t, std::size_t{64} * 1024> buffer;
     for (int round = 0; round < kReadRounds; ++round) {
         boost::system::error_code ec;
         const std::size_t n = socket_.read_some(boost::asio::buffer(buffer), ec);
