@@ -3,7 +3,9 @@
 // discoveryDetails and starts a probe for it; a probe reports full snapshots.
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,6 +26,28 @@ struct DetailsProblem {
     std::string message;
 };
 
+// A device a probe saw for a configuration but does not offer, and why: what a person
+// reads on the status page when the camera they expect is missing.
+struct ExcludedDevice {
+    std::string id;      // as the handler names devices (PCI address, devpath, service URL); may be empty
+    std::string reason;  // a sentence for people: "filtered out by macAddresses Exclude"
+    // How many devices this entry stands for: handlers that see many devices they do not
+    // want (udev: every device no rule matches) report them as one counted entry.
+    std::size_t count = 1;
+    bool operator==(const ExcludedDevice&) const = default;
+};
+
+// One discovery pass of a probe for one configuration, for people and metrics.
+struct ScanReport {
+    std::chrono::nanoseconds duration{0};  // how long the pass took
+    // Everything the pass saw but does not offer (the complete list; it replaces the last).
+    std::vector<ExcludedDevice> excluded;
+    // The handler's own word on a device it offers, by instance id ("up with
+    // authentication", "up without authentication"); devices not named have none.
+    std::map<std::string, std::string> deviceStates;
+    bool operator==(const ScanReport&) const = default;
+};
+
 // Receives what probes see; called on the loop thread only.
 class ProbeSink {
 public:
@@ -32,6 +56,13 @@ public:
     virtual void reportSnapshot(const std::string& configuration, std::vector<Instance> instances) = 0;
     // Discovery for this configuration is degraded; empty message = recovered.
     virtual void reportProbeError(const std::string& configuration, const std::string& message) = 0;
+    // A discovery pass ended: how long it took, what it saw but does not offer and why, and
+    // what state the devices it offers are in. Optional: a probe that never calls it works
+    // the same, and its configuration shows no explanations.
+    virtual void reportScan(const std::string& configuration, ScanReport scan) {
+        (void)configuration;
+        (void)scan;
+    }
 };
 
 class Probe {

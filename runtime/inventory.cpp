@@ -60,6 +60,7 @@ std::string Inventory::instanceResource(const std::string& instance) const {
 
 void Inventory::applyConfigurations(const std::vector<Configuration>& configurations,
                                     const std::map<std::string, std::chrono::milliseconds>& removalGrace) {
+    ++revision_;
     std::set<std::string> wanted;
     for (const Configuration& configuration : configurations) {
         wanted.insert(configuration.name);
@@ -209,6 +210,7 @@ void Inventory::reconcileRetained(const std::set<std::pair<std::string, std::str
 
 void Inventory::restoreSlots() {
     if (!store_) return;
+    ++revision_;
     std::map<std::string, StoredInstance> known;
     for (StoredInstance& instance : store_->instances()) known[instance.name] = std::move(instance);
     const auto now = clock_.steady();
@@ -274,6 +276,9 @@ void Inventory::reportSnapshot(const std::string& configuration, std::vector<Ins
     auto cit = configurations_.find(configuration);
     if (cit == configurations_.end()) return;
     ConfigurationState& c = cit->second;
+    ++revision_;  // lastSeen moves even when nothing else does
+    const auto arrived = clock_.steady();
+    const std::uint64_t marksBefore = marks_;
     const std::int64_t nowMs = clock_.wallMs();
     std::set<std::string> seen;
     for (Instance& device : instances) {
@@ -318,19 +323,40 @@ void Inventory::reportSnapshot(const std::string& configuration, std::vector<Ins
         saveInstance(instance);
         event("info", name, "gone: \"" + instance.device.id + "\"; its slots are Unhealthy");
     }
+    // Recorded before anything publishes: without a scheduler expireGone() publishes now.
+    if (marks_ != marksBefore) unpublishedReports_.emplace_back(configuration, arrived);
     expireGone();
     publish();
 }
 
 void Inventory::reportProbeError(const std::string& configuration, const std::string& message) {
     auto cit = configurations_.find(configuration);
-    if (cit == configurations_.end() || cit->second.probeError == message) return;
+    if (cit == configurations_.end()) return;
+    if (!message.empty()) {
+        ++revision_;
+        DiscoveryView& d = cit->second.discovery;
+        ++d.errors;
+        d.lastError = message;
+        d.lastErrorMs = clock_.wallMs();
+    }
+    if (cit->second.probeError == message) return;
     cit->second.probeError = message;
     if (message.empty()) {
         event("info", configuration, "discovery recovered");
     } else {
         event("warning", configuration, "discovery failing: " + message);
     }
+}
+
+void Inventory::reportScan(const std::string& configuration, ScanReport scan) {
+    auto cit = configurations_.find(configuration);
+    if (cit == configurations_.end()) return;
+    ++revision_;
+    DiscoveryView& d = cit->second.discovery;
+    ++d.scans;
+    d.lastScanMs = clock_.wallMs();
+    d.scanDurations.observe(scan.duration);
+    d.lastScan = std::move(scan);
 }
 
 std::optional<std::chrono::steady_clock::time_point> Inventory::expireGone() {
@@ -359,6 +385,8 @@ std::optional<std::chrono::steady_clock::time_point> Inventory::expireGone() {
 }
 
 void Inventory::dropInstance(ConfigurationState& c, const std::string& name) {
+    ++marks_;
+    ++revision_;
     changed_.insert(instanceResource(name));
     changed_.insert(c.resource);
     c.instances.erase(name);
@@ -404,6 +432,7 @@ Inventory::SlotRef Inventory::findSlot(const std::string& deviceId) {
 
 std::variant<ContainerGrant, AllocationRefused> Inventory::allocate(
     const std::string& resource, const std::vector<std::string>& deviceIds) {
+    ++revision_;  // the counts change either way
     auto result = grant(resource, deviceIds);
     const ConfigurationState* config = resolve(resource).first;
     AllocationCounts& counts = allocationCounts_[config ? config->configuration.name : std::string()];
@@ -657,6 +686,7 @@ void Inventory::reconcilePods(const std::vector<PodDevice>& held, std::chrono::m
                     slot.lastConfirmed = now;
                     const PodDevice& pod = *found->second;
                     if (slot.pod != pod.pod || slot.podNamespace != pod.podNamespace) {
+                        ++revision_;
                         slot.pod = pod.pod;
                         slot.podNamespace = pod.podNamespace;
                         if (store_) (void)store_->setSlotPod(id, pod.pod, pod.podNamespace);
@@ -702,13 +732,19 @@ void Inventory::markHolderChanged(const ConfigurationState& c, const InstanceSta
     // A slot is Healthy in the resource that holds it and Unhealthy in the other, so a
     // new holder usually changes one list: the configuration-level one can be thousands
     // of slots long, and is then not rebuilt for nothing.
+    ++revision_;  // the holder shows on the status page either way
     for (const std::string& resource : {c.resource, instanceResource(instance.name)}) {
         auto healthyIn = [&](const std::string& holder) { return holder.empty() || holder == resource; };
-        if (healthyIn(before) != healthyIn(after)) changed_.insert(resource);
+        if (healthyIn(before) != healthyIn(after)) {
+            changed_.insert(resource);
+            ++marks_;
+        }
     }
 }
 
 void Inventory::markChanged(const ConfigurationState& c, const InstanceState* instance) {
+    ++marks_;
+    ++revision_;
     changed_.insert(c.resource);
     if (instance) changed_.insert(instanceResource(instance->name));
 }
@@ -759,6 +795,8 @@ void Inventory::publish() {
 }
 
 void Inventory::publishNow() {
+    std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> reports;
+    reports.swap(unpublishedReports_);
     if (changed_.empty()) return;
     std::set<std::string> changed;
     changed.swap(changed_);
@@ -772,6 +810,15 @@ void Inventory::publishNow() {
         published_.insert(resource);
         observer_.resourceChanged(buildResource(*config, instance));
     }
+    if (reports.empty()) return;
+    // Every changed list is with the plugins now, the configuration-level one of thousands
+    // of slots included: that is when the kubelet's ListAndWatch streams get them.
+    const auto handedOver = clock_.steady();
+    for (const auto& [configuration, arrived] : reports) {
+        auto cit = configurations_.find(configuration);
+        if (cit != configurations_.end()) cit->second.discovery.publishLatency.observe(handedOver - arrived);
+    }
+    ++revision_;
 }
 
 std::vector<ResourceState> Inventory::resources() const {
@@ -788,7 +835,7 @@ std::vector<ResourceState> Inventory::resources() const {
 std::vector<ConfigurationView> Inventory::view() const {
     std::vector<ConfigurationView> result;
     for (const auto& [name, c] : configurations_) {
-        ConfigurationView v{c.configuration, c.resource, c.probeError, {}};
+        ConfigurationView v{c.configuration, c.resource, c.probeError, {}, c.discovery};
         for (const auto& [instanceName, i] : c.instances) {
             InstanceView iv{i.name,    i.configuration, i.device,     i.present,
                             i.offered, i.firstSeenMs,   i.lastSeenMs, {}};
@@ -835,6 +882,7 @@ void Inventory::saveInstance(const InstanceState& instance) {
 }
 
 void Inventory::event(const std::string& level, const std::string& subject, const std::string& message) {
+    ++revision_;  // the status page lists recent events
     if (level == "error") {
         log.error() << message;
     } else if (level == "warning") {

@@ -16,6 +16,7 @@
 
 #include "runtime/configuration.h"
 #include "runtime/discovery.h"
+#include "runtime/histogram.h"
 #include "runtime/instance.h"
 
 namespace devlet {
@@ -88,11 +89,27 @@ struct InstanceView {
     std::vector<SlotView> slots;
 };
 
+// What the configuration's probe said about itself: its passes, its errors and how fast
+// its changes reached the plugins.
+struct DiscoveryView {
+    ScanReport lastScan;           // the latest pass's report (empty until a probe reports one)
+    std::int64_t lastScanMs = 0;   // when it arrived (wall clock); 0 = never
+    std::uint64_t scans = 0;       // passes reported since the configuration was loaded
+    std::uint64_t errors = 0;      // error reports since then (a failed pass, a new problem)
+    std::string lastError;         // the latest error, also after discovery recovered
+    std::int64_t lastErrorMs = 0;  // when it was reported; 0 = never
+    DurationHistogram scanDurations;
+    // From a probe's report reaching the inventory to the changed resources being handed
+    // to the InventoryObserver (the device plugins send them on at once).
+    DurationHistogram publishLatency;
+};
+
 struct ConfigurationView {
     Configuration configuration;
     std::string resource;  // configuration-level resource
     std::string probeError;
     std::vector<InstanceView> instances;
+    DiscoveryView discovery;
 };
 
 class Inventory {
@@ -119,6 +136,7 @@ public:
     // --- discovery --------------------------------------------------------------
     void reportSnapshot(const std::string& configuration, std::vector<Instance> instances);
     void reportProbeError(const std::string& configuration, const std::string& message);
+    void reportScan(const std::string& configuration, ScanReport scan);
     // Withdraws instances whose grace period ran out; returns when to call again.
     std::optional<std::chrono::steady_clock::time_point> expireGone();
 
@@ -152,6 +170,11 @@ public:
     void setHandlers(const HandlerRegistry& handlers) { handlers_ = &handlers; }
 
     // --- reading ----------------------------------------------------------------
+    // Changes whenever anything view() or the events show may have changed: the status
+    // server keeps what it rendered while the revision stays the same.
+    std::uint64_t revision() const { return revision_; }
+    // Changes are gathered and not yet with the observer (a scheduled publication is due).
+    bool publicationPending() const { return publishScheduled_; }
     std::vector<ResourceState> resources() const;
     std::vector<ConfigurationView> view() const;
     // The instance-level resource name of an instance ("<domain>/<instance>").
@@ -191,6 +214,7 @@ private:
         std::chrono::milliseconds removalGrace{0};
         std::string probeError;
         std::map<std::string, InstanceState> instances;  // by instance name
+        DiscoveryView discovery;
     };
     struct SlotRef {
         ConfigurationState* configuration = nullptr;
@@ -251,6 +275,11 @@ private:
     std::set<std::string> changed_;                      // resources to re-publish
     std::set<std::string> published_;                    // resources the observer knows
     Scheduler scheduler_;
+    // Probe reports whose changes are not handed to the observer yet: configuration and
+    // when the report arrived (the start of the event-to-ListAndWatch latency).
+    std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> unpublishedReports_;
+    std::uint64_t marks_ = 0;  // resources marked changed so far (tells whether a report changed any)
+    std::uint64_t revision_ = 0;
     std::map<std::string, AllocationCounts> allocationCounts_;
     const HandlerRegistry* handlers_ = nullptr;
     bool publishScheduled_ = false;
