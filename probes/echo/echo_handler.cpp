@@ -1,5 +1,6 @@
 #include "probes/echo/echo_handler.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -53,11 +54,19 @@ public:
 
 private:
     void report() {
+        const auto started = std::chrono::steady_clock::now();
         const bool offline = availabilityOffline(details_.availabilityFile);
         if (offline == lastOffline_) return;
         lastOffline_ = offline;
         if (offline) log.info() << configuration_ << ": " << details_.availabilityFile << " says OFFLINE";
         sink_.reportSnapshot(configuration_, echoInstances(details_, offline));
+        ScanReport scan;
+        scan.duration = std::chrono::steady_clock::now() - started;
+        if (offline) {
+            for (const std::string& description : details_.descriptions)
+                scan.excluded.push_back({description, details_.availabilityFile + " says OFFLINE", 1});
+        }
+        sink_.reportScan(configuration_, std::move(scan));
     }
 
     std::string configuration_;

@@ -1,5 +1,6 @@
 #include "probes/gpu/gpu_handler.h"
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -116,6 +117,7 @@ private:
     // One sysfs pass; reports the snapshot if it changed. False when sysfs is unreadable.
     bool scan() {
         if (!running_) return false;
+        const auto started = std::chrono::steady_clock::now();
         std::vector<GpuObservation> observations;
         std::vector<GpuScanProblem> problems;
         std::string error;
@@ -123,13 +125,17 @@ private:
             fail(error);
             return false;
         }
+        ScanReport report;
         for (const GpuScanProblem& problem : problems) {
             log.debug() << configuration_ << ": " << problem.card << " skipped: " << problem.message;
+            report.excluded.push_back({problem.card, "cannot be read: " + problem.message, 1});
         }
         std::vector<GpuVerdict> verdicts = judgeGpus(observations, details_);
         std::map<std::string, std::string> excluded;
         for (const GpuVerdict& verdict : verdicts) {
-            if (!verdict.offered) excluded[verdict.observation.pciAddress] = verdict.reason;
+            if (verdict.offered) continue;
+            excluded[verdict.observation.pciAddress] = verdict.reason;
+            report.excluded.push_back({verdict.observation.pciAddress, verdict.reason, 1});
         }
         if (excluded != excluded_) {
             for (const auto& [address, reason] : excluded) {
@@ -140,14 +146,17 @@ private:
             excluded_ = std::move(excluded);
         }
         std::vector<Instance> instances = classifyGpus(observations, details_);
-        if (reported_ && *reported_ == instances) return true;
-        if (!reported_ || reported_->size() != instances.size()) {
-            log.info() << configuration_ << ": " << instances.size() << " GPU"
-                       << (instances.size() == 1 ? "" : "s") << " offered";
+        if (!reported_ || !(*reported_ == instances)) {
+            if (!reported_ || reported_->size() != instances.size()) {
+                log.info() << configuration_ << ": " << instances.size() << " GPU"
+                           << (instances.size() == 1 ? "" : "s") << " offered";
+            }
+            reported_ = instances;
+            updateFeatures(instances);
+            sink_.reportSnapshot(configuration_, std::move(instances));
         }
-        reported_ = instances;
-        updateFeatures(instances);
-        sink_.reportSnapshot(configuration_, std::move(instances));
+        report.duration = std::chrono::steady_clock::now() - started;
+        sink_.reportScan(configuration_, std::move(report));
         return true;
     }
 

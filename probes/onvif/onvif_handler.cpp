@@ -390,6 +390,7 @@ private:
     // the window in which answers count for the first snapshot.
     void cycle() {
         if (!running_) return;
+        cycleStart_ = std::chrono::steady_clock::now();
         multicastId_ = newMessageId();
         sentIds_.insert(multicastId_);
         const std::string probe = encodeProbe(multicastId_);
@@ -423,7 +424,7 @@ private:
         windowTimer_.async_wait([this, alive = alive_](const boost::system::error_code& e) {
             if (e || !*alive || sweeping_) return;
             firstWindowDone_ = true;
-            report();
+            report(true);
         });
     }
 
@@ -755,7 +756,8 @@ private:
         }
     }
 
-    void report() {
+    // cycleEnd: a discovery cycle's answer window just closed, the end of a pass.
+    void report(bool cycleEnd = false) {
         if (!firstWindowDone_ || !running_) return;
         std::vector<CameraObservation> present;
         std::vector<std::string> refused;
@@ -768,12 +770,33 @@ private:
         reportProblem(refused);
         refreshStatuses();
         std::vector<Instance> instances = classifyOnvif(present, details_);
-        if (reported_ && *reported_ == instances) return;
-        if (!reported_ || reported_->size() != instances.size())
-            log.info() << configuration_ << ": " << instances.size() << " camera"
-                       << (instances.size() == 1 ? "" : "s") << " offered";
-        reported_ = instances;
-        sink_.reportSnapshot(configuration_, std::move(instances));
+        if (!reported_ || !(*reported_ == instances)) {
+            if (!reported_ || reported_->size() != instances.size())
+                log.info() << configuration_ << ": " << instances.size() << " camera"
+                           << (instances.size() == 1 ? "" : "s") << " offered";
+            reported_ = instances;
+            sink_.reportSnapshot(configuration_, std::move(instances));
+        }
+        reportScan(cycleEnd);
+    }
+
+    // The status page's view of the cameras: the state of those offered, and why the others
+    // are not. Sent at the end of every cycle, and between cycles when it changed.
+    void reportScan(bool cycleEnd) {
+        ScanReport scan;
+        for (const CameraStatus& camera : statuses_) {
+            if (camera.offered) {
+                scan.deviceStates[camera.instanceId] = describe(camera.status);
+            } else if (camera.status != DeviceStatus::Querying) {
+                scan.excluded.push_back(
+                    {camera.instanceId.empty() ? camera.uuid : camera.instanceId, camera.reason, 1});
+            }
+        }
+        if (!cycleEnd && scan.excluded == scanned_.excluded && scan.deviceStates == scanned_.deviceStates)
+            return;
+        scan.duration = std::chrono::steady_clock::now() - cycleStart_;
+        scanned_ = scan;
+        sink_.reportScan(configuration_, std::move(scan));
     }
 
     CameraStatus statusOf(const Camera& camera) const {
@@ -845,6 +868,8 @@ private:
     std::map<std::string, CameraStatus> excluded_;
     // Each camera's state as of the last snapshot: what the status server is to show.
     std::vector<CameraStatus> statuses_;
+    ScanReport scanned_;  // what reportScan() told the sink last
+    std::chrono::steady_clock::time_point cycleStart_{};
     std::vector<std::string> notCameras_;  // endpoint addresses of responders that are no camera
     std::vector<std::string> notes_;       // a pass's warnings, for the command to print
     std::optional<std::vector<Instance>> reported_;

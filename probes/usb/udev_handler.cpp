@@ -1,6 +1,7 @@
 #include "probes/usb/udev_handler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -83,6 +84,7 @@ private:
                               [this](const std::string& message) { fail(message); });
             }
         }
+        const auto started = std::chrono::steady_clock::now();
         std::vector<UdevObservation> seen;
         if (std::string error = source_.enumerate(seen); !error.empty()) {
             fail(error);
@@ -100,9 +102,15 @@ private:
         strings_.retain(stringKeys);
         log.debug() << configuration_ << ": full scan read " << seen.size() << " devices, " << matching.size()
                     << " match";
+        const std::size_t unmatched = seen.size() - matching.size();
         observations_ = std::move(matching);
         recovered();
         report();
+        // Devices no rule matches are most of sysfs: they are counted, not listed.
+        ScanReport scan;
+        scan.duration = std::chrono::steady_clock::now() - started;
+        if (unmatched > 0) scan.excluded.push_back({"", "no rule in udevRules matches them", unmatched});
+        sink_.reportScan(configuration_, std::move(scan));
         scheduleRescan();
     }
 
