@@ -258,6 +258,10 @@ void Daemon::reportProbeError(const std::string& configuration, const std::strin
     inventory_->reportProbeError(configuration, message);
 }
 
+void Daemon::reportScan(const std::string& configuration, ScanReport scan) {
+    inventory_->reportScan(configuration, std::move(scan));
+}
+
 void Daemon::armGraceTimer() {
     auto next = inventory_->expireGone();
     graceTimer_.cancel();
@@ -324,7 +328,33 @@ void Daemon::updateStatus() {
 // ---------------------------------------------------------------------------
 // Status server
 
+Daemon::StatusKey Daemon::statusKey() const {
+    // A plugin that registers counts a registration; one that loses its registration
+    // lowers `registered`: between them they see every change of a plugin's state.
+    return {inventory_ ? inventory_->revision() : 0,
+            host_.kubeletState(),
+            host_.offered(),
+            host_.registered(),
+            host_.registrations(),
+            host_.registrationFailures(),
+            podResourcesError_,
+            ready_};
+}
+
 std::shared_ptr<const status::StatusSnapshot> Daemon::statusSnapshot() {
+    // The plugins first: while a change is on its way to them, the status server answers
+    // from the snapshot before it, and renders the new one once the plugins have it. A
+    // thousand instances take milliseconds to render, which the kubelet need not wait for.
+    if (snapshot_ && inventory_ && inventory_->publicationPending()) return snapshot_;
+    StatusKey key = statusKey();
+    if (!snapshot_ || !(key == snapshotKey_)) {
+        snapshot_ = buildStatusSnapshot();
+        snapshotKey_ = std::move(key);
+    }
+    return snapshot_;
+}
+
+std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
     auto snapshot = std::make_shared<status::StatusSnapshot>();
     status::DaemonStatus& d = snapshot->daemon;
     d.version = DEVLET_VERSION;
@@ -371,6 +401,17 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::statusSnapshot() {
         c.sourceLine = view.configuration.sourceLine;
         c.probeError = view.probeError;
         c.registered = host_.isRegistered(view.resource);
+        DiscoveryView& discovery = view.discovery;
+        c.discovery.lastScanMs = discovery.lastScanMs;
+        c.discovery.lastScanDuration = discovery.lastScan.duration;
+        c.discovery.scans = discovery.scans;
+        c.discovery.errors = discovery.errors;
+        c.discovery.lastError = std::move(discovery.lastError);
+        c.discovery.lastErrorMs = discovery.lastErrorMs;
+        c.discovery.excluded = std::move(discovery.lastScan.excluded);
+        c.discovery.scanDurations = discovery.scanDurations;
+        c.discovery.publishLatency = discovery.publishLatency;
+        const std::map<std::string, std::string>& deviceStates = discovery.lastScan.deviceStates;
         if (auto counts = inventory_->allocationCounts().find(c.name);
             counts != inventory_->allocationCounts().end()) {
             c.allocations = counts->second.granted;
@@ -391,6 +432,8 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::statusSnapshot() {
             i.numaNode = instance.device.numaNode;
             i.firstSeenMs = instance.firstSeenMs;
             i.lastSeenMs = instance.lastSeenMs;
+            if (auto state = deviceStates.find(instance.device.id); state != deviceStates.end())
+                i.deviceState = state->second;
             for (SlotView& slot : instance.slots) {
                 i.slots.push_back({std::move(slot.id), slot.index, slot.index < c.capacity,
                                    std::move(slot.holderResource), std::move(slot.pod),

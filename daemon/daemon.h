@@ -35,6 +35,7 @@ public:
 
     void reportSnapshot(const std::string& configuration, std::vector<Instance> instances) override;
     void reportProbeError(const std::string& configuration, const std::string& message) override;
+    void reportScan(const std::string& configuration, ScanReport scan) override;
 
     // status::StatusSource: read by the status server, on the loop.
     std::shared_ptr<const status::StatusSnapshot> statusSnapshot() override;
@@ -50,6 +51,21 @@ private:
     void notifyReadyOnce();
     void updateStatus();
     void shutdown();
+    // Everything a status snapshot is made of that can change, cheap to read: while it
+    // stays the same, the last snapshot is handed out again.
+    struct StatusKey {
+        std::uint64_t inventory = 0;
+        plugin::PluginHost::KubeletState kubelet = plugin::PluginHost::KubeletState::Waiting;
+        std::size_t offered = 0;
+        std::size_t registered = 0;
+        std::uint64_t registrations = 0;
+        std::uint64_t registrationFailures = 0;
+        std::string podResourcesError;
+        bool ready = false;
+        bool operator==(const StatusKey&) const = default;
+    };
+    StatusKey statusKey() const;
+    std::shared_ptr<const status::StatusSnapshot> buildStatusSnapshot();
 
     boost::asio::io_context loop_;  // first: outlives everything that posts to it
     Settings settings_;
@@ -71,6 +87,8 @@ private:
     std::vector<std::string> configurationErrors_;
     std::string podResourcesError_;
     std::string lastStatus_;
+    std::shared_ptr<const status::StatusSnapshot> snapshot_;  // the last one handed out
+    StatusKey snapshotKey_;
     std::chrono::microseconds watchdogInterval_{0};
     bool ready_ = false;
     bool stopping_ = false;

@@ -1,12 +1,14 @@
 #include "status/metrics.h"
 
 #include <charconv>
-#include <filesystem>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <utility>
 #include <vector>
 
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "status/status_report.h"
@@ -37,15 +39,39 @@ public:
             out_.append("}");
         }
         char buffer[64];
-        auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
-        out_.append(" ")
-            .append(ec == std::errc() ? std::string_view(buffer, end - buffer) : "NaN")
-            .append("\n");
+        out_.append(" ").append(number(buffer, sizeof buffer, value)).append("\n");
     }
     void sample(std::string_view name, double value) { sample(name, {}, value); }
+    // The _bucket series (cumulative, with le and a last +Inf), _sum and _count of one
+    // histogram; the family line is written by the caller, once for all label sets.
+    void histogram(std::string_view name, const Labels& labels, const DurationHistogram& h) {
+        const std::string bucket = std::string(name) + "_bucket";
+        Labels withLe = labels;
+        withLe.emplace_back("le", "");
+        char bound[32];
+        for (std::size_t i = 0; i < DurationHistogram::kBoundsSeconds.size(); ++i) {
+            // Fixed notation: "0.0005", as people write the bounds, not "5e-04".
+            auto [end, ec] = std::to_chars(bound, bound + sizeof bound, DurationHistogram::kBoundsSeconds[i],
+                                           std::chars_format::fixed);
+            withLe.back().second = std::string_view(bound, ec == std::errc() ? end - bound : 0);
+            sample(bucket, withLe, static_cast<double>(h.cumulative(i)));
+        }
+        withLe.back().second = "+Inf";
+        sample(bucket, withLe, static_cast<double>(h.count()));
+        sample(std::string(name) + "_sum", labels, h.sumSeconds());
+        sample(std::string(name) + "_count", labels, static_cast<double>(h.count()));
+    }
     std::string take() { return std::move(out_); }
 
 private:
+    // Prometheus' spelling of the special values; the shortest exact text otherwise.
+    static std::string_view number(char* buffer, std::size_t size, double value) {
+        if (std::isnan(value)) return "NaN";
+        if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+        auto [end, ec] = std::to_chars(buffer, buffer + size, value);
+        return ec == std::errc() ? std::string_view(buffer, static_cast<std::size_t>(end - buffer)) : "NaN";
+    }
+
     std::string out_;
 };
 
@@ -54,6 +80,21 @@ std::string readWhole(const char* path) {
     std::stringstream s;
     s << in.rdbuf();
     return s.str();
+}
+
+// Since Linux 6.2 the size of /proc/self/fd is the number of open descriptors; before,
+// it is 0 and the directory is read. A daemon with a thousand plugins holds two thousand:
+// listing them costs milliseconds, the stat() microseconds.
+std::uint64_t countOpenFds() {
+    struct stat st {};
+    if (::stat("/proc/self/fd", &st) == 0 && st.st_size > 0) return static_cast<std::uint64_t>(st.st_size);
+    std::uint64_t n = 0;
+    if (DIR* dir = ::opendir("/proc/self/fd")) {
+        while (const dirent* entry = ::readdir(dir)) n += entry->d_name[0] != '.';
+        ::closedir(dir);
+        n -= n > 0 ? 1 : 0;  // the descriptor of the listing itself
+    }
+    return n;
 }
 
 }  // namespace
@@ -85,10 +126,12 @@ ProcessStats readProcessStats() {
         std::istringstream fields(stat.substr(close + 2));
         std::vector<std::string> f;
         for (std::string field; fields >> field;) f.push_back(field);
-        // f[0] is field 3 (state): utime 14, stime 15, starttime 22, vsize 23, rss 24.
+        // f[0] is field 3 (state): utime 14, stime 15, num_threads 20, starttime 22, vsize 23,
+        // rss 24.
         if (f.size() > 21) {
             try {
                 p.cpuSeconds = static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) / ticks;
+                p.threads = std::stoull(f[17]);
                 const double startedAfterBoot = static_cast<double>(std::stoull(f[19])) / ticks;
                 p.virtualBytes = std::stoull(f[20]);
                 p.residentBytes = std::stoull(f[21]) * static_cast<std::uint64_t>(page);
@@ -102,11 +145,7 @@ ProcessStats readProcessStats() {
             }
         }
     }
-    std::error_code ec;
-    for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
-         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-        ++p.openFds;
-    }
+    p.openFds = countOpenFds();
     std::istringstream limits(readWhole("/proc/self/limits"));
     for (std::string line; std::getline(limits, line);) {
         if (line.rfind("Max open files", 0) != 0) continue;
@@ -120,7 +159,7 @@ ProcessStats readProcessStats() {
     return p;
 }
 
-std::string metricsText(const StatusSnapshot& s, const ServerCounters& server, const ProcessStats& process) {
+std::string inventoryMetricsText(const StatusSnapshot& s) {
     Exposition e;
     e.family("devlet_build_info", "gauge", "Always 1; the labels say which devlet runs on which node.");
     e.sample("devlet_build_info", {{"version", s.daemon.version}, {"node", s.daemon.nodeName}}, 1);
@@ -195,6 +234,47 @@ std::string metricsText(const StatusSnapshot& s, const ServerCounters& server, c
             e.sample("devlet_slots", {{"configuration", c.name}, {"state", state}}, static_cast<double>(n));
     }
 
+    e.family("devlet_discovery_scans_total", "counter",
+             "Discovery passes the configuration's probe reported since the configuration was loaded.");
+    for (const ConfigurationStatus& c : s.configurations)
+        e.sample("devlet_discovery_scans_total", {{"configuration", c.name}, {"handler", c.handler}},
+                 static_cast<double>(c.discovery.scans));
+    e.family("devlet_discovery_errors_total", "counter",
+             "Errors the configuration's probe reported (a failed pass, or a new problem).");
+    for (const ConfigurationStatus& c : s.configurations)
+        e.sample("devlet_discovery_errors_total", {{"configuration", c.name}, {"handler", c.handler}},
+                 static_cast<double>(c.discovery.errors));
+    e.family("devlet_discovery_last_scan_timestamp_seconds", "gauge",
+             "When the probe's latest pass ended, in seconds since the epoch (0: it reports none).");
+    for (const ConfigurationStatus& c : s.configurations)
+        e.sample("devlet_discovery_last_scan_timestamp_seconds",
+                 {{"configuration", c.name}, {"handler", c.handler}},
+                 static_cast<double>(c.discovery.lastScanMs) / 1000.0);
+    e.family("devlet_discovery_excluded_devices", "gauge",
+             "Devices the latest pass saw but does not offer (filtered out, refused, unusable).");
+    for (const ConfigurationStatus& c : s.configurations) {
+        std::size_t n = 0;
+        for (const ExcludedDevice& excluded : c.discovery.excluded) n += excluded.count;
+        e.sample("devlet_discovery_excluded_devices", {{"configuration", c.name}, {"handler", c.handler}},
+                 static_cast<double>(n));
+    }
+    e.family("devlet_discovery_duration_seconds", "histogram",
+             "How long the configuration's discovery passes took.");
+    for (const ConfigurationStatus& c : s.configurations)
+        e.histogram("devlet_discovery_duration_seconds", {{"configuration", c.name}, {"handler", c.handler}},
+                    c.discovery.scanDurations);
+    e.family("devlet_discovery_to_plugin_seconds", "histogram",
+             "From a probe's report reaching the inventory to the changed device lists being handed to "
+             "the device plugins, which send them on the kubelet's ListAndWatch streams.");
+    for (const ConfigurationStatus& c : s.configurations)
+        e.histogram("devlet_discovery_to_plugin_seconds", {{"configuration", c.name}, {"handler", c.handler}},
+                    c.discovery.publishLatency);
+    return e.take();
+}
+
+std::string serverMetricsText(const ServerCounters& server, const ProcessStats& process) {
+    Exposition e;
+
     e.family("devlet_http_responses_total", "counter", "Status server responses by HTTP status code.");
     for (const auto& [code, n] : server.responses)
         e.sample("devlet_http_responses_total", {{"code", std::to_string(code)}}, static_cast<double>(n));
@@ -205,6 +285,11 @@ std::string metricsText(const StatusSnapshot& s, const ServerCounters& server, c
     e.sample("devlet_http_connections_refused_total", static_cast<double>(server.connectionsRefused));
     e.family("devlet_http_connections_open", "gauge", "Status server connections open now.");
     e.sample("devlet_http_connections_open", static_cast<double>(server.connectionsOpen));
+    e.family("devlet_http_streams_total", "counter",
+             "Live status streams (server-sent events) started since start.");
+    e.sample("devlet_http_streams_total", static_cast<double>(server.streamsOpened));
+    e.family("devlet_http_streams_open", "gauge", "Live status streams open now.");
+    e.sample("devlet_http_streams_open", static_cast<double>(server.streamsOpen));
 
     e.family("process_cpu_seconds_total", "counter", "User and system CPU time spent in seconds.");
     e.sample("process_cpu_seconds_total", process.cpuSeconds);
@@ -218,7 +303,14 @@ std::string metricsText(const StatusSnapshot& s, const ServerCounters& server, c
     e.sample("process_max_fds", static_cast<double>(process.maxFds));
     e.family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.");
     e.sample("process_start_time_seconds", process.startTimeSeconds);
+    e.family("process_threads", "gauge", "Number of OS threads in the process.");
+    e.sample("process_threads", static_cast<double>(process.threads));
     return e.take();
+}
+
+std::string metricsText(const StatusSnapshot& snapshot, const ServerCounters& server,
+                        const ProcessStats& process) {
+    return inventoryMetricsText(snapshot) + serverMetricsText(server, process);
 }
 
 }  // namespace devlet::status

@@ -17,6 +17,8 @@ struct ServerCounters {
     std::uint64_t connectionsAccepted = 0;
     std::uint64_t connectionsRefused = 0;  // over the connection limit
     std::uint64_t connectionsOpen = 0;
+    std::uint64_t streamsOpened = 0;  // live streams (server-sent events) started
+    std::uint64_t streamsOpen = 0;
 };
 
 // The process's own figures from /proc/self; zero where unreadable.
@@ -26,6 +28,7 @@ struct ProcessStats {
     std::uint64_t virtualBytes = 0;
     std::uint64_t openFds = 0;
     std::uint64_t maxFds = 0;
+    std::uint64_t threads = 0;
     double startTimeSeconds = 0;  // since the epoch
 };
 ProcessStats readProcessStats();
@@ -33,6 +36,11 @@ ProcessStats readProcessStats();
 // "a\"b" -> a\\\"b: backslash, double quote and line feed escaped.
 std::string escapeLabelValue(std::string_view value);
 
+// The families that depend on the snapshot only (kept with it by the server) ...
+std::string inventoryMetricsText(const StatusSnapshot& snapshot);
+// ... and those that change with every request: the server's counters and the process.
+std::string serverMetricsText(const ServerCounters& server, const ProcessStats& process);
+// Both: the whole of /metrics.
 std::string metricsText(const StatusSnapshot& snapshot, const ServerCounters& server,
                         const ProcessStats& process);
 

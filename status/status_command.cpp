@@ -1,6 +1,7 @@
 #include "status/status_command.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -115,6 +116,33 @@ void printStatus(const json::object& doc) {
     }
     std::cout << "\n";
     printTable(std::cout, rows);
+
+    // What each probe saw but does not offer, and when it last looked.
+    for (const json::value& v : arrayAt(doc, "configurations")) {
+        if (!v.is_object()) continue;
+        const json::object& c = v.as_object();
+        const json::object& probe = objectAt(c, "probe");
+        const json::array& excluded = arrayAt(c, "excluded");
+        const std::string lastScan = field(probe, "lastScan");
+        if (excluded.empty() && lastScan.empty() && field(probe, "lastError").empty()) continue;
+        std::cout << "\n" << field(c, "name") << ":";
+        if (!lastScan.empty()) {
+            const json::value* seconds = probe.if_contains("lastScanDurationSeconds");
+            std::cout << " last scan " << lastScan;
+            if (seconds && seconds->is_number()) {
+                char took[32];
+                std::snprintf(took, sizeof took, " (%.3f s)", seconds->to_number<double>());
+                std::cout << took;
+            }
+        }
+        if (!field(probe, "lastError").empty())
+            std::cout << (lastScan.empty() ? "" : ";") << " last error " << field(probe, "lastErrorAt")
+                      << ": " << field(probe, "lastError");
+        std::cout << "\n";
+        for (const json::value& e : excluded) {
+            if (e.is_object()) std::cout << "  " << field(e.as_object(), "text") << "\n";
+        }
+    }
 }
 
 void printInstances(const json::object& doc) {
@@ -136,12 +164,21 @@ void printInstances(const json::object& doc) {
             holders += (holders.empty() ? "" : ", ") +
                        (pod.empty() ? std::string("?") : (ns.empty() ? "" : ns + "/") + pod);
         }
-        rows.push_back({field(i, "name"), field(i, "configuration"), field(i, "health"),
+        const std::string state = field(i, "deviceState");
+        rows.push_back({field(i, "name"), field(i, "configuration"),
+                        field(i, "health") + (state.empty() ? "" : " (" + state + ")"),
                         std::to_string(held) + "/" + std::to_string(slots.size()),
                         holders.empty() ? "-" : holders, field(i, "id"),
                         field(i, "reason").empty() ? "-" : field(i, "reason")});
     }
     printTable(std::cout, rows);
+    const json::array& excluded = arrayAt(doc, "excluded");
+    if (!excluded.empty()) std::cout << "\nseen but not offered:\n";
+    for (const json::value& e : excluded) {
+        if (!e.is_object()) continue;
+        std::cout << "  " << field(e.as_object(), "configuration") << ": " << field(e.as_object(), "text")
+                  << "\n";
+    }
 }
 
 std::string readToken(const std::string& file, bool required, std::string& error) {

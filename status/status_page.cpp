@@ -4,8 +4,9 @@ namespace devlet::status {
 
 namespace {
 
-// Everything the page shows comes from /api/v1/status and is put into the document as
-// text (textContent), never as markup: device properties are whatever a device says.
+// Everything the page shows comes from /api/v1/status (live from /api/v1/status/stream,
+// or polled where the stream is refused or breaks) and is put into the document as text
+// (textContent), never as markup: device properties are whatever a device says.
 constexpr std::string_view kPage = R"devlet(<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -28,6 +29,8 @@ th { background: #f0f0f0; font-weight: 600; }
 .problems { margin: .2em 0 .4em; padding-left: 1.2em; }
 .slot { display: block; white-space: nowrap; }
 .props { font-size: .9em; color: #444; }
+.excluded { margin: .2em 0 .4em; padding-left: 1.2em; color: #555; }
+.state { display: block; font-weight: normal; color: #444; }
 #stale { display: none; background: #fde7e7; border: 1px solid #b3261e; padding: .4em .8em; margin: .5em 0; }
 code { font-size: .95em; }
 </style>
@@ -35,7 +38,7 @@ code { font-size: .95em; }
 <body>
 <h1>devlet on <span id="node">…</span></h1>
 <p id="summary">Loading…</p>
-<p class="meta"><span id="kubelet"></span> · <span id="ready"></span> · updated <span id="updated">never</span></p>
+<p class="meta"><span id="kubelet"></span> · <span id="ready"></span> · updated <span id="updated">never</span> <span id="live"></span></p>
 <div id="stale"></div>
 <noscript><p>This page needs JavaScript; the same facts are at <a href="/api/v1/status">/api/v1/status</a>.</p></noscript>
 <ul id="errors" class="problems"></ul>
@@ -46,6 +49,7 @@ code { font-size: .95em; }
 <script>
 "use strict";
 const POLL_MS = 2000;
+const STREAM_RETRY_MS = 10000;
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -72,9 +76,15 @@ function instanceRow(i) {
   return el("tr", {"data-instance": i.name, "data-health": i.health},
     el("td", {}, el("code", {}, i.name), el("div", {class: "muted"}, i.resource)),
     el("td", {}, i.id, nodes ? el("div", {class: "muted"}, nodes) : null, props ? el("div", {class: "props"}, props) : null),
-    el("td", {class: i.health}, i.health),
+    el("td", {class: i.health}, i.health, i.deviceState ? el("span", {class: "state"}, i.deviceState) : null),
     el("td", {}, ...i.slots.map(s => el("span", {class: "slot", "data-slot": s.id, "data-state": s.state}, slotText(s)))),
     el("td", {class: i.reason ? "problem" : "muted"}, i.reason || "offered"));
+}
+function probeText(p) {
+  if (!p.lastScan) return "";
+  const seconds = p.lastScanDurationSeconds;
+  const took = seconds < 0.001 ? "under 1 ms" : seconds < 1 ? Math.round(seconds * 1000) + " ms" : seconds.toFixed(1) + " s";
+  return "; last scan " + when(p.lastScan) + " (" + took + ")";
 }
 function configurationSection(c) {
   const n = c.counts;
@@ -82,9 +92,14 @@ function configurationSection(c) {
     el("h2", {}, c.name + " ", el("span", {class: "muted"},
       "(" + c.handler + ", " + c.resource + ", capacity " + c.capacity + (c.source ? ", " + c.source : "") + ")")),
     el("div", {class: "meta"}, n.healthy + " of " + n.instances + " instances healthy; " +
-      n.slotsInUse + " of " + n.slots + " slots in use" + (c.registered ? "" : "; not registered with the kubelet")));
+      n.slotsInUse + " of " + n.slots + " slots in use" + (c.registered ? "" : "; not registered with the kubelet") +
+      probeText(c.probe)));
   if (c.problems.length)
     section.append(el("ul", {class: "problems"}, ...c.problems.map(p => el("li", {class: "problem"}, p))));
+  if (c.excluded.length) {
+    section.append(el("div", {class: "meta"}, "Seen but not offered:"),
+      el("ul", {class: "excluded"}, ...c.excluded.map(e => el("li", {"data-excluded": e.id || ""}, e.text))));
+  }
   if (c.instances.length) {
     section.append(el("table", {},
       el("thead", {}, el("tr", {}, ...["instance", "device", "health", "slots", "why not offered"].map(h => el("th", {}, h)))),
@@ -114,20 +129,52 @@ function render(s) {
   document.getElementById("updated").textContent = new Date().toLocaleTimeString();
   document.body.dataset.generation = String(Number(document.body.dataset.generation || 0) + 1);
 }
-async function refresh() {
+function answered(s) {
+  render(s);
+  document.getElementById("stale").style.display = "none";
+}
+function unanswered(why) {
   const stale = document.getElementById("stale");
+  stale.textContent = "devlet does not answer (" + why + "); what is shown may be out of date.";
+  stale.style.display = "block";
+}
+function setLive(how) {
+  document.body.dataset.live = how;
+  document.getElementById("live").textContent = how === "stream" ? "(live)" : "(every " + POLL_MS / 1000 + " s)";
+}
+// Live updates come as server-sent events; where the stream is refused (too many open) or
+// breaks (devlet restarts), the page polls, and tries the stream again now and then.
+let streamRetryAt = 0;
+function openStream() {
+  if (!window.EventSource) return false;
+  const stream = new EventSource("/api/v1/status/stream");
+  stream.addEventListener("status", e => {
+    setLive("stream");
+    answered(JSON.parse(e.data));
+  });
+  stream.onerror = () => {
+    stream.close();
+    streamRetryAt = Date.now() + STREAM_RETRY_MS;
+    setLive("polling");
+    poll();
+  };
+  return true;
+}
+async function poll() {
   try {
     const response = await fetch("/api/v1/status", {cache: "no-store"});
     if (!response.ok) throw new Error("HTTP " + response.status);
-    render(await response.json());
-    stale.style.display = "none";
+    answered(await response.json());
+    if (Date.now() >= streamRetryAt && openStream()) return;
   } catch (e) {
-    stale.textContent = "devlet does not answer (" + e.message + "); what is shown may be out of date.";
-    stale.style.display = "block";
+    unanswered(e.message);
   }
-  setTimeout(refresh, POLL_MS);
+  setTimeout(poll, POLL_MS);
 }
-refresh();
+if (!openStream()) {
+  setLive("polling");
+  poll();
+}
 </script>
 </body>
 </html>

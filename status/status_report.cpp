@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <chrono>
 #include <ctime>
 #include <map>
 
@@ -104,6 +105,7 @@ json::object instanceJson(const StatusSnapshot& snapshot, const ConfigurationSta
     o["numaNode"] = i.numaNode ? json::value(*i.numaNode) : json::value(nullptr);
     o["firstSeen"] = timeOrNull(i.firstSeenMs, sp);
     o["lastSeen"] = timeOrNull(i.lastSeenMs, sp);
+    o["deviceState"] = stringOrNull(i.deviceState, sp);
     std::size_t held = 0;
     json::array slots(sp);
     for (const SlotStatus& slot : i.slots) {
@@ -112,6 +114,48 @@ json::object instanceJson(const StatusSnapshot& snapshot, const ConfigurationSta
     }
     o["slotsInUse"] = held;
     o["slots"] = std::move(slots);
+    return o;
+}
+
+json::object excludedJson(const ConfigurationStatus& c, const ExcludedDevice& e,
+                          const json::storage_ptr& sp) {
+    json::object o(sp);
+    o["id"] = stringOrNull(withoutUserInfo(e.id), sp);
+    o["reason"] = e.reason;
+    o["count"] = e.count;
+    o["text"] = excludedText(c.handler, e);
+    return o;
+}
+
+json::array excludedArray(const ConfigurationStatus& c, const json::storage_ptr& sp) {
+    json::array a(sp);
+    for (const ExcludedDevice& e : c.discovery.excluded) a.push_back(excludedJson(c, e, sp));
+    return a;
+}
+
+std::size_t excludedCount(const ConfigurationStatus& c) {
+    std::size_t n = 0;
+    for (const ExcludedDevice& e : c.discovery.excluded) n += e.count;
+    return n;
+}
+
+json::value secondsOrNull(const DiscoveryStatus& d) {
+    if (d.lastScanMs == 0) return nullptr;
+    return std::chrono::duration<double>(d.lastScanDuration).count();
+}
+
+// The probe's state for /api/v1/probes and the configuration's "probe".
+json::object probeJson(const ConfigurationStatus& c, const json::storage_ptr& sp) {
+    const DiscoveryStatus& d = c.discovery;
+    json::object o(sp);
+    o["state"] = c.probeError.empty() ? "ok" : "error";
+    o["error"] = stringOrNull(c.probeError, sp);
+    o["lastScan"] = timeOrNull(d.lastScanMs, sp);
+    o["lastScanDurationSeconds"] = secondsOrNull(d);
+    o["scans"] = d.scans;
+    o["errors"] = d.errors;
+    o["lastError"] = stringOrNull(d.lastError, sp);
+    o["lastErrorAt"] = timeOrNull(d.lastErrorMs, sp);
     return o;
 }
 
@@ -153,16 +197,17 @@ json::object configurationJson(const StatusSnapshot& snapshot, const Configurati
         o["source"] = c.sourceFile + ":" + std::to_string(c.sourceLine);
     }
     o["registered"] = c.registered;
-    o["probe"] = json::object(
-        {{"state", c.probeError.empty() ? "ok" : "error"}, {"error", stringOrNull(c.probeError, sp)}}, sp);
+    o["probe"] = probeJson(c, sp);
     const Counts n = count(c);
     o["counts"] = json::object({{"instances", n.instances},
                                 {"healthy", n.healthy},
                                 {"unhealthy", n.unhealthy},
                                 {"withdrawn", n.withdrawn},
                                 {"slots", n.slots},
-                                {"slotsInUse", n.slotsInUse}},
+                                {"slotsInUse", n.slotsInUse},
+                                {"excluded", excludedCount(c)}},
                                sp);
+    o["excluded"] = excludedArray(c, sp);
     json::array problems(sp);
     for (const std::string& p : configurationProblems(snapshot, c)) problems.emplace_back(p);
     o["problems"] = std::move(problems);
@@ -174,7 +219,8 @@ json::object configurationJson(const StatusSnapshot& snapshot, const Configurati
     return o;
 }
 
-json::object daemonJson(const StatusSnapshot& s, const json::storage_ptr& sp) {
+// nowMs: when the answer is given (a kept snapshot is older than that).
+json::object daemonJson(const StatusSnapshot& s, std::int64_t nowMs, const json::storage_ptr& sp) {
     json::object o(sp);
     o["version"] = s.daemon.version;
     o["node"] = s.daemon.nodeName;
@@ -182,8 +228,8 @@ json::object daemonJson(const StatusSnapshot& s, const json::storage_ptr& sp) {
     o["confDir"] = s.daemon.confDir;
     o["stateDir"] = s.daemon.stateDir;
     o["startedAt"] = timeOrNull(s.daemon.startedAtMs, sp);
-    o["now"] = timeOrNull(s.daemon.nowMs, sp);
-    o["uptimeSeconds"] = std::max<std::int64_t>(0, s.daemon.nowMs - s.daemon.startedAtMs) / 1000;
+    o["now"] = timeOrNull(nowMs, sp);
+    o["uptimeSeconds"] = std::max<std::int64_t>(0, nowMs - s.daemon.startedAtMs) / 1000;
     o["firstPassDone"] = s.daemon.firstPassDone;
     json::array errors(sp);
     for (const std::string& e : s.daemon.configurationErrors) errors.emplace_back(e);
@@ -307,6 +353,15 @@ std::string instanceReason(const StatusSnapshot& snapshot, const ConfigurationSt
     return {};
 }
 
+std::string excludedText(const std::string& handler, const ExcludedDevice& excluded) {
+    if (excluded.count == 1 && !excluded.id.empty())
+        return deviceNoun(handler).first + " " + withoutUserInfo(excluded.id) +
+               " is not offered: " + excluded.reason;
+    // A counted entry stands for devices of any kind the handler looked at (udev: all of sysfs).
+    return counted(excluded.count, "device", "devices") + (excluded.count == 1 ? " is" : " are") +
+           " not offered: " + excluded.reason;
+}
+
 std::vector<std::string> configurationProblems(const StatusSnapshot& snapshot,
                                                const ConfigurationStatus& configuration) {
     std::vector<std::string> problems;
@@ -314,7 +369,13 @@ std::vector<std::string> configurationProblems(const StatusSnapshot& snapshot,
         problems.push_back("discovery failing: " + configuration.probeError);
     bool anyPresent = false;
     for (const InstanceStatus& i : configuration.instances) anyPresent = anyPresent || i.present;
-    if (!anyPresent && configuration.probeError.empty()) {
+    std::size_t excluded = 0;  // devices the probe names: a counted entry is everything else it saw
+    for (const ExcludedDevice& e : configuration.discovery.excluded) excluded += e.id.empty() ? 0 : e.count;
+    if (!anyPresent && configuration.probeError.empty() && excluded > 0) {
+        const auto [singular, plural] = deviceNoun(configuration.handler);
+        problems.push_back("no " + plural + " offered: " + counted(excluded, singular, plural) + " seen, " +
+                           (excluded == 1 ? "and it is" : "and each is") + " excluded (see why below)");
+    } else if (!anyPresent && configuration.probeError.empty()) {
         problems.push_back("no " + deviceNoun(configuration.handler).second +
                            " found: none is connected, or none matches the configuration's filters");
     }
@@ -430,13 +491,13 @@ std::string apiJson(std::string_view what, const StatusSnapshot& snapshot,
             configurations.push_back(configurationJson(snapshot, c, true, sp));
         document = json::object({{"apiVersion", "v1"},
                                  {"summary", summaryJson(snapshot, sp)},
-                                 {"daemon", daemonJson(snapshot, sp)},
+                                 {"daemon", daemonJson(snapshot, snapshot.daemon.nowMs, sp)},
                                  {"kubelet", kubeletJson(snapshot, sp)},
                                  {"configurations", std::move(configurations)},
                                  {"events", eventsJson(events, sp)}},
                                 sp);
     } else if (what == "daemon") {
-        json::object o = daemonJson(snapshot, sp);
+        json::object o = daemonJson(snapshot, snapshot.daemon.nowMs, sp);
         o["kubelet"] = kubeletJson(snapshot, sp);
         o["summary"] = summaryJson(snapshot, sp);
         document = std::move(o);
@@ -447,10 +508,16 @@ std::string apiJson(std::string_view what, const StatusSnapshot& snapshot,
         document = json::object({{"configurations", std::move(a)}}, sp);
     } else if (what == "instances") {
         json::array a(sp);
+        json::array excluded(sp);
         for (const ConfigurationStatus& c : snapshot.configurations) {
             for (const InstanceStatus& i : c.instances) a.push_back(instanceJson(snapshot, c, i, sp));
+            for (const ExcludedDevice& e : c.discovery.excluded) {
+                json::object o = excludedJson(c, e, sp);
+                o["configuration"] = c.name;
+                excluded.push_back(std::move(o));
+            }
         }
-        document = json::object({{"instances", std::move(a)}}, sp);
+        document = json::object({{"instances", std::move(a)}, {"excluded", std::move(excluded)}}, sp);
     } else if (what == "slots") {
         json::array a(sp);
         for (const ConfigurationStatus& c : snapshot.configurations) {
@@ -469,12 +536,14 @@ std::string apiJson(std::string_view what, const StatusSnapshot& snapshot,
         for (const ConfigurationStatus& c : snapshot.configurations) {
             std::size_t present = 0;
             for (const InstanceStatus& i : c.instances) present += i.present ? 1 : 0;
-            a.push_back(json::object({{"configuration", c.name},
-                                      {"handler", c.handler},
-                                      {"state", c.probeError.empty() ? "ok" : "error"},
-                                      {"error", stringOrNull(c.probeError, sp)},
-                                      {"devicesSeen", present}},
-                                     sp));
+            json::object o(sp);
+            o["configuration"] = c.name;
+            o["handler"] = c.handler;
+            for (auto& [key, value] : probeJson(c, sp)) o[key] = std::move(value);
+            o["devicesSeen"] = present;
+            o["devicesExcluded"] = excludedCount(c);
+            o["excluded"] = excludedArray(c, sp);
+            a.push_back(std::move(o));
         }
         document = json::object({{"probes", std::move(a)}}, sp);
     } else if (what == "events") {
@@ -483,6 +552,75 @@ std::string apiJson(std::string_view what, const StatusSnapshot& snapshot,
         return {};
     }
     return json::serialize(document);
+}
+
+}  // namespace devlet::status
+
+namespace devlet::status {
+
+SnapshotDocuments::SnapshotDocuments(std::shared_ptr<const StatusSnapshot> snapshot, Events events)
+    : snapshot_(std::move(snapshot)), events_(std::move(events)) {}
+
+const std::shared_ptr<const std::string>& SnapshotDocuments::kept(const std::string& key,
+                                                                  const std::function<std::string()>& make) {
+    auto it = kept_.find(key);
+    if (it == kept_.end()) it = kept_.emplace(key, std::make_shared<const std::string>(make())).first;
+    return it->second;
+}
+
+namespace {
+// One part of a document, serialized from its own arena.
+template <typename Build>
+std::string serialized(Build build) {
+    json::monotonic_resource arena(64 * 1024);
+    const json::storage_ptr sp(&arena);
+    return json::serialize(build(sp));
+}
+}  // namespace
+
+DocumentParts SnapshotDocuments::api(std::string_view what, std::int64_t nowMs) {
+    const StatusSnapshot& s = *snapshot_;
+    if (what == "status" || what == "daemon") {
+        // Everything but the daemon's clock is kept; the document is put together around it.
+        auto summary = [&] { return serialized([&](auto& sp) { return summaryJson(s, sp); }); };
+        auto kubelet = [&] { return serialized([&](auto& sp) { return kubeletJson(s, sp); }); };
+        std::string daemon = serialized([&](auto& sp) { return daemonJson(s, nowMs, sp); });
+        if (what == "daemon") {
+            daemon.pop_back();  // the closing brace: kubelet and summary go inside
+            daemon.append(",\"kubelet\":").append(*kept("kubelet", kubelet));
+            daemon.append(",\"summary\":").append(*kept("summary", summary)).append("}");
+            return {std::make_shared<const std::string>(std::move(daemon))};
+        }
+        const auto& head = kept("status.head", [&] {
+            return "{\"apiVersion\":\"v1\",\"summary\":" + *kept("summary", summary) + ",\"daemon\":";
+        });
+        const auto& tail = kept("status.tail", [&] {
+            const std::string configurations = serialized([&](auto& sp) {
+                json::array a(sp);
+                for (const ConfigurationStatus& c : s.configurations)
+                    a.push_back(configurationJson(s, c, true, sp));
+                return a;
+            });
+            const std::string events =
+                serialized([&](auto& sp) { return eventsJson(events_(kEventsInStatus), sp); });
+            std::string text;
+            text.reserve(configurations.size() + events.size() + 1024);
+            text.append(",\"kubelet\":").append(*kept("kubelet", kubelet));
+            text.append(",\"configurations\":").append(configurations);
+            text.append(",\"events\":").append(events).append("}");
+            return text;
+        });
+        return {head, std::make_shared<const std::string>(std::move(daemon)), tail};
+    }
+    if (what == "events") return {kept("events", [&] { return apiJson(what, s, events_(kEventsInEvents)); })};
+    if (what != "configurations" && what != "instances" && what != "slots" && what != "probes") return {};
+    return {kept(std::string(what), [&] { return apiJson(what, s, {}); })};
+}
+
+std::string joined(const DocumentParts& parts) {
+    std::string text;
+    for (const auto& part : parts) text.append(*part);
+    return text;
 }
 
 }  // namespace devlet::status

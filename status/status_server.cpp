@@ -1,11 +1,16 @@
 #include "status/status_server.h"
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -35,8 +40,11 @@ constexpr Log log{"status"};
 constexpr std::uint32_t kHeaderLimit = 8 * 1024;
 constexpr std::uint64_t kBodyLimit = 1024;
 constexpr std::size_t kBufferLimit = 16 * 1024;
-constexpr std::size_t kEventsInStatus = 50;
-constexpr std::size_t kEventsInEvents = 200;
+constexpr std::string_view kStreamPath = "/api/v1/status/stream";
+// How often live streams look for a new snapshot (cheap while nothing changed), and how
+// long a stream may be silent before it gets a keep-alive comment.
+constexpr std::chrono::milliseconds kStreamCheck{250};
+constexpr std::chrono::seconds kStreamKeepAlive{15};
 
 bool isLoopback(const asio::ip::address& address) {
     if (address.is_loopback()) return true;
@@ -94,10 +102,80 @@ struct ServerShared {
     StatusSource* source = nullptr;  // null once stopped
     std::string token;               // empty = no authentication
     std::chrono::milliseconds requestTimeout{15000};
+    std::size_t maxStreams = 8;
     ServerCounters counters;
     std::uint64_t nextSession = 0;
     std::map<std::uint64_t, std::weak_ptr<Session>> sessions;
+    std::set<std::uint64_t> streams;  // sessions that are live streams now
+    std::function<void()> streamOpened;
+    // What was rendered from the snapshot the source handed out last.
+    std::optional<SnapshotDocuments> documents;
+    std::shared_ptr<const std::string> inventoryMetrics;
+    ProcessStats process;
+    std::chrono::steady_clock::time_point processReadAt{};
+
+    // The process's figures, read at most once a second: Prometheus scrapes every few
+    // seconds at most, and a busy scraper need not make devlet read /proc on every request.
+    const ProcessStats& processStats() {
+        const auto now = std::chrono::steady_clock::now();
+        if (processReadAt == std::chrono::steady_clock::time_point{} ||
+            now - processReadAt >= std::chrono::seconds(1)) {
+            process = readProcessStats();
+            processReadAt = now;
+        }
+        return process;
+    }
+
+    // The documents of the source's current snapshot: the same ones, with everything they
+    // rendered so far, while the snapshot is the same.
+    SnapshotDocuments& current() {
+        std::shared_ptr<const StatusSnapshot> snapshot = source->statusSnapshot();
+        if (!documents || documents->snapshot() != snapshot) {
+            documents.emplace(std::move(snapshot),
+                              [this](std::size_t limit) { return source->recentEvents(limit); });
+            inventoryMetrics.reset();
+        }
+        return *documents;
+    }
 };
+
+std::int64_t wallMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// A body of shared texts written one after another: a kept document goes out with one
+// writev, without being copied (Beast's BodyWriter for DocumentParts).
+struct PartsBody {
+    using value_type = DocumentParts;
+    static std::uint64_t size(const value_type& parts) {
+        std::uint64_t n = 0;
+        for (const auto& part : parts) n += part->size();
+        return n;
+    }
+    class writer {
+    public:
+        using const_buffers_type = std::vector<asio::const_buffer>;
+        template <bool isRequest, class Fields>
+        writer(const http::header<isRequest, Fields>&, const value_type& parts) : parts_(parts) {}
+        void init(beast::error_code& ec) { ec = {}; }
+        boost::optional<std::pair<const_buffers_type, bool>> get(beast::error_code& ec) {
+            ec = {};
+            if (done_) return boost::none;
+            done_ = true;
+            const_buffers_type buffers;
+            for (const auto& part : parts_) buffers.emplace_back(part->data(), part->size());
+            return std::make_pair(std::move(buffers), false);
+        }
+
+    private:
+        const value_type& parts_;
+        bool done_ = false;
+    };
+};
+
+using Answer = http::response<PartsBody>;
 
 class Session : public std::enable_shared_from_this<Session> {
 public:
@@ -108,6 +186,8 @@ public:
     ~Session() {
         --shared_->counters.connectionsOpen;
         shared_->sessions.erase(id_);
+        shared_->streams.erase(id_);
+        shared_->counters.streamsOpen = shared_->streams.size();
     }
 
     void start() { readRequest(); }
@@ -116,6 +196,19 @@ public:
         stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
         stream_.close();
     }
+
+    // A live stream's next message: the status document (the latest wins while a write is
+    // in flight: a slow reader skips states, it does not queue them) or, with null, a
+    // comment that keeps an idle connection open through proxies.
+    void push(DocumentParts status) {
+        if (!streaming_) return;
+        if (writing_) {
+            if (!status.empty()) pendingStatus_ = std::move(status);
+            return;
+        }
+        writeEvent(std::move(status));
+    }
+    std::chrono::steady_clock::time_point lastPush() const { return lastPush_; }
 
 private:
     void readRequest() {
@@ -146,7 +239,7 @@ private:
             return;
         }
         const auto& request = parser_->get();
-        http::response<http::string_body> response;
+        Answer response;
         try {
             response = answer(request);
         } catch (const std::exception& e) {
@@ -155,19 +248,25 @@ private:
             response = plain(http::status::internal_server_error, "internal error\n", request.keep_alive(),
                              request.version());
         }
+        if (streaming_) return;  // the answer is a live stream, already under way
         send(std::move(response), request.keep_alive());
     }
 
-    static http::response<http::string_body> plain(http::status status, std::string body, bool keepAlive,
-                                                   unsigned version) {
-        http::response<http::string_body> r{status, version};
-        r.set(http::field::content_type, "text/plain; charset=utf-8");
-        r.body() = std::move(body);
-        r.keep_alive(keepAlive);
-        return r;
+    static Answer withBody(http::status status, std::string_view type, DocumentParts body, bool keepAlive,
+                           unsigned version) {
+        Answer a{status, version};
+        a.set(http::field::content_type, type);
+        a.body() = std::move(body);
+        a.keep_alive(keepAlive);
+        return a;
     }
 
-    http::response<http::string_body> answer(const http::request<http::string_body>& request) {
+    static Answer plain(http::status status, std::string body, bool keepAlive, unsigned version) {
+        return withBody(status, "text/plain; charset=utf-8",
+                        {std::make_shared<const std::string>(std::move(body))}, keepAlive, version);
+    }
+
+    Answer answer(const http::request<http::string_body>& request) {
         const bool keepAlive = request.keep_alive();
         const unsigned version = request.version();
         if (request.method() != http::verb::get && request.method() != http::verb::head) {
@@ -197,54 +296,120 @@ private:
             }
         }
 
-        StatusSource& source = *shared_->source;
+        SnapshotDocuments& documents = shared_->current();
         if (path == "/readyz") {
-            const Readiness ready = readiness(*source.statusSnapshot());
+            const Readiness ready = readiness(*documents.snapshot());
             std::string body = ready.ready ? "ready\n" : "not ready:\n";
             for (const std::string& reason : ready.reasons) body += "- " + reason + "\n";
             return plain(ready.ready ? http::status::ok : http::status::service_unavailable, std::move(body),
                          keepAlive, version);
         }
         if (path == "/" || path == "/index.html") {
-            http::response<http::string_body> r{http::status::ok, version};
-            r.set(http::field::content_type, "text/html; charset=utf-8");
+            static const auto page = std::make_shared<const std::string>(statusPage());
+            auto r = withBody(http::status::ok, "text/html; charset=utf-8", {page}, keepAlive, version);
             r.set("Content-Security-Policy",
                   "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                   "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
                   "frame-ancestors 'none'");
             r.set("X-Frame-Options", "DENY");
-            r.body() = std::string(statusPage());
-            r.keep_alive(keepAlive);
             return r;
         }
         if (path == "/metrics") {
-            auto r = plain(http::status::ok,
-                           metricsText(*source.statusSnapshot(), shared_->counters, readProcessStats()),
-                           keepAlive, version);
-            r.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-            return r;
+            if (!shared_->inventoryMetrics)
+                shared_->inventoryMetrics =
+                    std::make_shared<const std::string>(inventoryMetricsText(*documents.snapshot()));
+            auto live = std::make_shared<const std::string>(
+                serverMetricsText(shared_->counters, shared_->processStats()));
+            return withBody(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
+                            {shared_->inventoryMetrics, std::move(live)}, keepAlive, version);
         }
+        if (path == kStreamPath) return startStream(request, documents);
         constexpr std::string_view kApi = "/api/v1/";
         if (path.substr(0, kApi.size()) == kApi) {
-            const std::string_view what = path.substr(kApi.size());
-            const bool withEvents = what == "status" || what == "events";
-            const std::vector<StatusEvent> events =
-                withEvents ? source.recentEvents(what == "events" ? kEventsInEvents : kEventsInStatus)
-                           : std::vector<StatusEvent>{};
-            std::string body = apiJson(what, *source.statusSnapshot(), events);
-            if (!body.empty()) {
-                http::response<http::string_body> r{http::status::ok, version};
-                r.set(http::field::content_type, "application/json");
-                r.body() = std::move(body);
-                r.keep_alive(keepAlive);
-                return r;
-            }
+            if (DocumentParts body = documents.api(path.substr(kApi.size()), wallMs()); !body.empty())
+                return withBody(http::status::ok, "application/json", std::move(body), keepAlive, version);
         }
         return plain(http::status::not_found,
                      "not found; try /, /api/v1/status, /metrics, /healthz or /readyz\n", keepAlive, version);
     }
 
-    void send(http::response<http::string_body> response, bool keepAlive) {
+    // Server-sent events: the status document now and after every change, on this
+    // connection until the client goes. Bounded: beyond maxStreams a client is told to poll.
+    Answer startStream(const http::request<http::string_body>& request, SnapshotDocuments& documents) {
+        if (request.method() == http::verb::head) {
+            return withBody(http::status::ok, "text/event-stream; charset=utf-8", {}, false,
+                            request.version());
+        }
+        if (shared_->streams.size() >= shared_->maxStreams) {
+            auto r = plain(http::status::service_unavailable,
+                           "too many live streams; poll /api/v1/status instead\n", false, request.version());
+            r.set(http::field::retry_after, "10");
+            return r;
+        }
+        streaming_ = true;
+        shared_->streams.insert(id_);
+        shared_->counters.streamsOpen = shared_->streams.size();
+        ++shared_->counters.responses[200];
+        ++shared_->counters.streamsOpened;
+        // Close-delimited: the body is the stream, and ends when the connection does.
+        pendingStatus_ = documents.api("status", wallMs());
+        auto header = std::make_shared<const std::string>(
+            "HTTP/1.1 200 OK\r\nServer: devlet\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+            "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n"
+            // The browser reconnects after this long if the connection drops.
+            "retry: 2000\n\n");
+        writeRaw({header});
+        watchForClose();
+        if (shared_->streamOpened) shared_->streamOpened();
+        return {};
+    }
+
+    // One status message, or with no parts a keep-alive comment. The document is compact
+    // JSON: no line break in it ends the data line early.
+    void writeEvent(DocumentParts status) {
+        static const auto eventStart = std::make_shared<const std::string>("event: status\ndata: ");
+        static const auto eventEnd = std::make_shared<const std::string>("\n\n");
+        static const auto keepAlive = std::make_shared<const std::string>(": keep-alive\n\n");
+        if (status.empty()) {
+            writeRaw({keepAlive});
+            return;
+        }
+        status.insert(status.begin(), eventStart);
+        status.push_back(eventEnd);
+        writeRaw(std::move(status));
+    }
+
+    void writeRaw(DocumentParts parts) {
+        writing_ = true;
+        lastPush_ = std::chrono::steady_clock::now();
+        std::vector<asio::const_buffer> buffers;
+        for (const auto& part : parts) buffers.push_back(asio::buffer(*part));
+        // A client that does not read for this long is cut off: its socket buffer is full.
+        stream_.expires_after(shared_->requestTimeout);
+        asio::async_write(stream_, buffers,
+                          [self = shared_from_this(), parts = std::move(parts)](
+                              beast::error_code ec, std::size_t) { self->onStreamWrite(ec); });
+    }
+
+    void onStreamWrite(beast::error_code ec) {
+        writing_ = false;
+        if (ec || !shared_->source) {
+            close();
+            return;
+        }
+        stream_.expires_never();  // idle until the next change; the close watch needs no limit
+        if (!pendingStatus_.empty()) writeEvent(std::exchange(pendingStatus_, {}));
+    }
+
+    // A stream's client sends nothing after its request: anything it does send, or the end
+    // of the connection, ends the stream.
+    void watchForClose() {
+        stream_.async_read_some(
+            asio::buffer(closeWatch_),
+            [self = shared_from_this()](beast::error_code, std::size_t) { self->close(); });
+    }
+
+    void send(Answer response, bool keepAlive) {
         ++shared_->counters.responses[static_cast<int>(response.result_int())];
         response.set(http::field::server, "devlet");
         response.set(http::field::cache_control, "no-store");
@@ -270,6 +435,7 @@ private:
     }
 
     void onWrite(beast::error_code ec) {
+        response_.body().clear();
         if (ec || !keepAlive_ || !shared_->source) {
             close();
             return;
@@ -282,9 +448,14 @@ private:
     std::uint64_t id_;
     beast::flat_buffer buffer_;
     std::optional<http::request_parser<http::string_body>> parser_;
-    http::response<http::string_body> response_;
-    std::optional<http::response_serializer<http::string_body>> serializer_;
+    Answer response_;
+    std::optional<http::response_serializer<PartsBody>> serializer_;
     bool keepAlive_ = false;
+    bool streaming_ = false;
+    bool writing_ = false;
+    DocumentParts pendingStatus_;
+    std::chrono::steady_clock::time_point lastPush_{};
+    std::array<char, 64> closeWatch_{};
 };
 
 // ---------------------------------------------------------------------------
@@ -294,10 +465,13 @@ public:
     Impl(asio::io_context& loop, StatusSource& source, Options options)
         : acceptor_(loop),
           retry_(loop),
+          streamTimer_(loop),
           options_(std::move(options)),
           shared_(std::make_shared<ServerShared>()) {
         shared_->source = &source;
         shared_->requestTimeout = options_.requestTimeout;
+        shared_->maxStreams = options_.maxStreams;
+        shared_->streamOpened = [this] { watchStreams(); };
     }
 
     std::string start() {
@@ -337,7 +511,9 @@ public:
         beast::error_code ec;
         acceptor_.close(ec);
         retry_.cancel();
+        streamTimer_.cancel();
         shared_->source = nullptr;
+        shared_->streamOpened = nullptr;
         auto sessions = shared_->sessions;
         for (auto& [id, weak] : sessions) {
             if (auto session = weak.lock()) session->close();
@@ -396,8 +572,48 @@ private:
         });
     }
 
+    // Runs while live streams are open: sends each a new status document when the
+    // snapshot changed, and a keep-alive comment when it was silent for long.
+    void watchStreams() {
+        if (watching_) return;
+        // A stream starts with the current document: the others have it too, or get it next.
+        lastStreamed_ = shared_->documents ? shared_->documents->snapshot() : nullptr;
+        checkStreamsSoon();
+    }
+
+    void checkStreamsSoon() {
+        watching_ = true;
+        streamTimer_.expires_after(kStreamCheck);
+        streamTimer_.async_wait([this](beast::error_code ec) {
+            watching_ = false;
+            if (ec || !shared_->source || shared_->streams.empty()) return;
+            SnapshotDocuments& documents = shared_->current();
+            DocumentParts status;
+            if (documents.snapshot() != lastStreamed_) {
+                status = documents.api("status", wallMs());
+                lastStreamed_ = documents.snapshot();
+            }
+            const auto quietSince = std::chrono::steady_clock::now() - kStreamKeepAlive;
+            const std::set<std::uint64_t> streams = shared_->streams;
+            for (std::uint64_t id : streams) {
+                auto it = shared_->sessions.find(id);
+                auto session = it == shared_->sessions.end() ? nullptr : it->second.lock();
+                if (!session) continue;
+                if (!status.empty()) {
+                    session->push(status);
+                } else if (session->lastPush() < quietSince) {
+                    session->push({});
+                }
+            }
+            checkStreamsSoon();
+        });
+    }
+
     tcp::acceptor acceptor_;
     asio::steady_timer retry_;
+    asio::steady_timer streamTimer_;
+    bool watching_ = false;
+    std::shared_ptr<const StatusSnapshot> lastStreamed_;  // the snapshot the streams have
     Options options_;
     std::shared_ptr<ServerShared> shared_;
 };

@@ -26,6 +26,8 @@ public:
         // be readable by group or others.
         std::string tokenFile;
         std::size_t maxConnections = 64;
+        // Live streams (/api/v1/status/stream) open at once; more clients are told to poll.
+        std::size_t maxStreams = 8;
         // A request must arrive whole within this time of the connection opening or of
         // the previous response (slow clients cannot hold the daemon); also the write limit.
         std::chrono::milliseconds requestTimeout{15000};

@@ -3,6 +3,7 @@
 // thread into an immutable snapshot, plus the narrow interface the daemon implements to
 // hand them out. No Beast, no JSON here; the core types come from runtime/.
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -10,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/discovery.h"
+#include "runtime/histogram.h"
 #include "runtime/instance.h"
 
 namespace devlet::status {
@@ -38,7 +41,21 @@ struct InstanceStatus {
     std::optional<int> numaNode;
     std::int64_t firstSeenMs = 0;
     std::int64_t lastSeenMs = 0;
+    std::string deviceState;  // the handler's word on it ("up without authentication"); may be empty
     std::vector<SlotStatus> slots;
+};
+
+// What a configuration's probe says about its passes (see runtime/inventory.h DiscoveryView).
+struct DiscoveryStatus {
+    std::int64_t lastScanMs = 0;  // 0 = the probe reports no passes
+    std::chrono::nanoseconds lastScanDuration{0};
+    std::uint64_t scans = 0;
+    std::uint64_t errors = 0;
+    std::string lastError;
+    std::int64_t lastErrorMs = 0;
+    std::vector<ExcludedDevice> excluded;  // seen, not offered, and why
+    DurationHistogram scanDurations;
+    DurationHistogram publishLatency;
 };
 
 struct ConfigurationStatus {
@@ -52,6 +69,7 @@ struct ConfigurationStatus {
     bool registered = false;        // the configuration-level plugin is registered now
     std::uint64_t allocations = 0;  // Allocate calls granted since start, both resource kinds
     std::uint64_t refusals = 0;     // and refused
+    DiscoveryStatus discovery;
     std::vector<InstanceStatus> instances;
 };
 
@@ -97,6 +115,9 @@ struct StatusEvent {
 class StatusSource {
 public:
     virtual ~StatusSource() = default;
+    // The same object for as long as nothing in it changed (only DaemonStatus::nowMs is
+    // then out of date): the server renders a snapshot once and serves those bytes until
+    // a new one comes.
     virtual std::shared_ptr<const StatusSnapshot> statusSnapshot() = 0;
     // Newest first.
     virtual std::vector<StatusEvent> recentEvents(std::size_t limit) = 0;

@@ -21,6 +21,7 @@
 
 #include "tests/integration/fixture.h"
 #include "tests/probes/gpu/gpu_testbeds.h"
+#include "tests/status/status_test_support.h"
 
 namespace devlet::test {
 namespace {
@@ -132,6 +133,15 @@ TEST_F(GpuKubeletTest, UnboundGpuGoesUnhealthyAtOnceAndRecoversWhenRebound) {
     rebind("vfio-pci");
     ASSERT_TRUE(kubelet_->waitFor([&] { return unhealthy() == 2; }, 10s)) << daemon_->log();
     EXPECT_EQ(kubelet_->devices(kIntelResource).size(), 8u);
+    // The status server says why: the handler saw the card and names its reason.
+    const unsigned short port = statusPortFromLog(daemon_->log());
+    ASSERT_NE(port, 0) << daemon_->log();
+    std::string body;
+    EXPECT_TRUE(eventually([&] {
+        body = httpGet(port, "/api/v1/configurations").body;
+        return body.find("\"text\":\"GPU 0000:84:00.0 is not offered: driver vfio-pci is not in drivers") !=
+               std::string::npos;
+    })) << body;
     rebind("i915");
     ASSERT_TRUE(kubelet_->waitFor([&] { return unhealthy() == 0; }, 10s)) << daemon_->log();
 }

@@ -10,6 +10,7 @@
 
 #include "tests/integration/fixture.h"
 #include "tests/probes/onvif/network_lab.h"
+#include "tests/status/status_test_support.h"
 
 namespace devlet::test {
 namespace {
@@ -95,6 +96,40 @@ TEST_F(OnvifCamerasTest, ByeMakesTheCameraUnhealthyAtOnce) {
     const std::string slot = health(kCl).begin()->first;
     lab_->terminate(pid);  // says Bye
     EXPECT_TRUE(waitForHealth(kCl, slot, "Unhealthy", 30s));
+}
+
+TEST_F(OnvifCamerasTest, StatusNamesEachCamerasStateAndWhyOneIsNotOffered) {
+    camera(14, "44444444-4444-4444-8444-444444444444");
+    // This one has another password than devlet knows: it answers, but refuses devlet.
+    camera(15, "55555555-5555-4555-8555-555555555555", {"--password", "other"});
+    // Only cameras that accept devlet's credentials are offered.
+    std::string configuration = readFile(daemon_->confDir() / "onvif.yaml");
+    configuration.insert(configuration.find("  capacity:"), "      offerUnauthenticated: false\n");
+    writeFile(daemon_->confDir() / "onvif.yaml", configuration);
+    startDaemon();
+    ASSERT_TRUE(waitForDevices(kCl, 1, 60s));
+    // The status server listens on loopback in the namespace devlet runs in.
+    ASSERT_TRUE(lab_->enter());
+    const unsigned short port = statusPortFromLog(daemon_->log());
+    std::string instances;
+    const bool explained = eventually(
+        [&] {
+            instances = httpGet(port, "/api/v1/instances").body;
+            return instances.find("authentication failed") != std::string::npos;
+        },
+        60s);
+    const std::string page = httpGet(port, "/api/v1/status").body;
+    lab_->leave();
+    ASSERT_TRUE(explained) << instances;
+    EXPECT_NE(instances.find("\"deviceState\":\"up with authentication\""), std::string::npos) << instances;
+    EXPECT_NE(instances.find("\"text\":\"camera http://192.0.2.15"), std::string::npos) << instances;
+    EXPECT_NE(
+        instances.find("55555555-5555-4555-8555-555555555555 is not offered: authentication failed, and "
+                       "offerUnauthenticated is false"),
+        std::string::npos)
+        << instances;
+    EXPECT_EQ(page.find("secret"), std::string::npos);
+    EXPECT_EQ(page.find("other\""), std::string::npos);
 }
 
 }  // namespace

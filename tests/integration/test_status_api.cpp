@@ -2,9 +2,11 @@
 // devices and allocations from the kubelet simulator, /metrics, /healthz, /readyz,
 // hostile requests, the bearer token, and `devlet status` / `devlet instances`.
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include <boost/json.hpp>
 #include <stdlib.h>
@@ -159,6 +161,76 @@ TEST_F(StatusApiTest, VanishedDeviceIsUnhealthyWithTheReason) {
               "0 echo devices; 0 of 4 slots in use; kubelet connected");
 }
 
+TEST_F(StatusApiTest, DevicesSeenButNotOfferedAreExplained) {
+    startAll();
+    writeFile(availability(), "OFFLINE\n");
+    const std::string why = availability().string() + " says OFFLINE";
+    json::array excluded;
+    ASSERT_TRUE(eventually([&] {
+        json::object doc = get("/api/v1/configurations");
+        excluded = doc["configurations"].as_array().at(0).at("excluded").as_array();
+        return excluded.size() == 2;
+    })) << json::serialize(excluded);
+    EXPECT_EQ(excluded.at(0).at("id").as_string(), "foo0");
+    EXPECT_EQ(excluded.at(0).at("reason").as_string(), why);
+    EXPECT_EQ(excluded.at(0).at("text").as_string(), "echo device foo0 is not offered: " + why);
+
+    json::object instances = get("/api/v1/instances");
+    ASSERT_EQ(instances["excluded"].as_array().size(), 2u);
+    EXPECT_EQ(instances["excluded"].as_array().at(1).at("configuration").as_string(), "cams");
+
+    json::object probes = get("/api/v1/probes");
+    const json::object& probe = probes["probes"].as_array().at(0).as_object();
+    EXPECT_EQ(probe.at("state").as_string(), "ok");
+    EXPECT_TRUE(probe.at("lastScan").is_string());
+    EXPECT_TRUE(probe.at("lastScanDurationSeconds").is_number());
+    EXPECT_GE(probe.at("scans").as_int64(), 2);
+    EXPECT_EQ(probe.at("devicesExcluded").as_int64(), 2);
+
+    const CommandResult status = runDevlet({"status", "--listen", listen()});
+    EXPECT_EQ(status.exitCode, 0) << status.output;
+    EXPECT_NE(status.output.find("echo device foo1 is not offered: " + why), std::string::npos)
+        << status.output;
+    EXPECT_NE(status.output.find("last scan "), std::string::npos);
+    const CommandResult list = runDevlet({"instances", "--listen", listen()});
+    EXPECT_NE(list.output.find("seen but not offered:\n  cams: echo device foo0 is not offered: " + why),
+              std::string::npos)
+        << list.output;
+
+    // Back: nothing is excluded any more.
+    writeFile(availability(), "\n");
+    EXPECT_TRUE(eventually([&] {
+        return get("/api/v1/configurations")["configurations"]
+            .as_array()
+            .at(0)
+            .at("excluded")
+            .as_array()
+            .empty();
+    }));
+}
+
+TEST_F(StatusApiTest, MetricsTimeDiscoveryAndItsWayToThePlugins) {
+    startAll();
+    writeFile(availability(), "OFFLINE\n");
+    ASSERT_TRUE(waitForHealth(kFoo0, "cams-8120fe-0", "Unhealthy"));
+    const std::string labels = "configuration=\"cams\",handler=\"debugEcho\"";
+    std::string text;
+    // The first report (both devices found) and the change each took one way to the plugins.
+    ASSERT_TRUE(eventually([&] {
+        text = httpGet(port_, "/metrics").body;
+        return text.find("devlet_discovery_to_plugin_seconds_count{" + labels + "} 2\n") != std::string::npos;
+    })) << text;
+    EXPECT_NE(text.find("# TYPE devlet_discovery_to_plugin_seconds histogram\n"), std::string::npos);
+    EXPECT_NE(text.find("devlet_discovery_to_plugin_seconds_bucket{" + labels + ",le=\"+Inf\"} 2\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("devlet_discovery_duration_seconds_count{" + labels + "} 2\n"), std::string::npos);
+    EXPECT_NE(text.find("devlet_discovery_scans_total{" + labels + "} 2\n"), std::string::npos);
+    EXPECT_NE(text.find("devlet_discovery_errors_total{" + labels + "} 0\n"), std::string::npos);
+    EXPECT_NE(text.find("devlet_discovery_excluded_devices{" + labels + "} 2\n"), std::string::npos);
+    EXPECT_NE(text.find("\nprocess_threads "), std::string::npos);
+    EXPECT_EQ(text.find("process_threads 0\n"), std::string::npos);
+}
+
 TEST_F(StatusApiTest, MetricsCountInstancesSlotsAndTheKubelet) {
     startAll();
     ASSERT_TRUE(kubelet_->allocate("default", "pod-a", "main", kFoo1, 1).ok);
@@ -274,6 +346,104 @@ TEST_F(StatusApiTest, SlowClientIsCutOffWhileOthersAreServed) {
     EXPECT_TRUE(slow.closedByPeer());
     EXPECT_EQ(answer, "");
     EXPECT_EQ(httpGet(port_, "/healthz").status, 200);
+}
+
+TEST_F(StatusApiTest, LiveStreamSendsTheStatusAndEveryChange) {
+    startAll();
+    RawConnection stream(port_);
+    ASSERT_TRUE(
+        stream.send("GET /api/v1/status/stream HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n"));
+    const std::size_t first =
+        stream.readUntil("\n\n", stream.readUntil("event: status\ndata: {", 0, 20s), 20s);
+    ASSERT_NE(first, std::string::npos) << stream.received().substr(0, 500);
+    const std::string& head = stream.received();
+    EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head.substr(0, 300);
+    EXPECT_NE(head.find("Content-Type: text/event-stream"), std::string::npos);
+    EXPECT_NE(head.find("\"healthy\":2"), std::string::npos);
+
+    // A device goes: the next message says so, without being asked.
+    writeFile(availability(), "OFFLINE\n");
+    const std::size_t next = stream.readUntil("\"unhealthy\":2", first, 20s);
+    EXPECT_NE(next, std::string::npos) << stream.received().substr(first, 500);
+    const std::string metrics = httpGet(port_, "/metrics").body;
+    EXPECT_NE(metrics.find("devlet_http_streams_open 1\n"), std::string::npos) << metrics;
+}
+
+TEST_F(StatusApiTest, LiveStreamsAreBoundedAndTheRestIsToldToPoll) {
+    startDaemon();
+    const std::string request = "GET /api/v1/status/stream HTTP/1.1\r\nHost: x\r\n\r\n";
+    std::vector<std::unique_ptr<RawConnection>> streams;
+    for (int i = 0; i < 8; ++i) {
+        streams.push_back(std::make_unique<RawConnection>(port_));
+        ASSERT_TRUE(streams.back()->send(request));
+        ASSERT_NE(streams.back()->readUntil("event: status", 0, 20s), std::string::npos) << i;
+    }
+    RawConnection refused(port_);
+    ASSERT_TRUE(refused.send(request));
+    const std::string answer = refused.readUntilClosed(20s);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 503", 0), 0u) << answer;
+    EXPECT_NE(answer.find("Retry-After: 10"), std::string::npos);
+    EXPECT_NE(answer.find("poll /api/v1/status"), std::string::npos);
+    EXPECT_EQ(httpGet(port_, "/api/v1/status").status, 200);
+
+    // One goes; its place is free again.
+    streams.pop_back();
+    EXPECT_TRUE(eventually([&] {
+        RawConnection again(port_);
+        again.send(request);
+        return again.readUntil("event: status", 0, 5s) != std::string::npos;
+    }));
+}
+
+TEST_F(StatusApiTest, SlowAndStuckClientsDoNotStopThePlugins) {
+    startAll();
+    // Clients that send their header a byte at a time (slowloris) and clients that ask for
+    // the whole status and never read the answer, together more than the server keeps.
+    std::vector<std::unique_ptr<RawConnection>> slow, stuck;
+    for (int i = 0; i < 40; ++i) {
+        slow.push_back(std::make_unique<RawConnection>(port_));
+        stuck.push_back(std::make_unique<RawConnection>(port_));
+        stuck.back()->send("GET /api/v1/status HTTP/1.1\r\nHost: x\r\n\r\n");
+        stuck.back()->send("GET /api/v1/status HTTP/1.1\r\nHost: x\r\n\r\n");
+    }
+    const std::string header = "GET / HTTP/1.1\r\nHost: x\r\nUser-Agent: slowly\r\n";
+    std::size_t sent = 0;
+    auto trickle = [&] {
+        if (sent >= header.size()) return;
+        for (auto& c : slow) c->send(header.substr(sent, 1));
+        ++sent;
+    };
+    // Meanwhile the kubelet allocates, and a device change reaches it.
+    trickle();
+    const AllocationResult allocated = kubelet_->allocate("default", "pod-a", "main", kCl, 1);
+    EXPECT_TRUE(allocated.ok) << allocated.error;
+    trickle();
+    writeFile(availability(), "OFFLINE\n");
+    EXPECT_TRUE(kubelet_->waitFor(
+        [&] {
+            const auto devices = health(kCl);
+            return devices.size() == 4 && std::all_of(devices.begin(), devices.end(),
+                                                      [](const auto& d) { return d.second == "Unhealthy"; });
+        },
+        20s));
+    trickle();
+    // The slow ones are cut off by the request time limit, however they trickle.
+    std::size_t closed = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (closed < slow.size() && std::chrono::steady_clock::now() < deadline) {
+        trickle();
+        closed = 0;
+        for (auto& c : slow) {
+            c->readUntilClosed(1ms);
+            closed += c->closedByPeer() ? 1 : 0;
+        }
+        std::this_thread::sleep_for(200ms);
+    }
+    EXPECT_EQ(closed, slow.size());
+    slow.clear();
+    stuck.clear();
+    EXPECT_TRUE(eventually([&] { return httpGet(port_, "/healthz").status == 200; }));
+    EXPECT_TRUE(daemon_->running());
 }
 
 TEST_F(StatusApiTest, StatusAndInstancesCommandsReadTheApi) {

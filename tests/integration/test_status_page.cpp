@@ -84,17 +84,47 @@ TEST_F(StatusPageTest, ShowsInstancesSlotHoldersAndFollowsADeviceGoingOffline) {
               2);
     EXPECT_EQ(browser_->text("document.querySelector('tr[data-instance=\"cams-8120fe\"]').dataset.health"),
               "healthy");
+    // Live: the server pushes every change (server-sent events), the page does not poll.
+    EXPECT_TRUE(eventually([&] { return browser_->text("document.body.dataset.live") == "stream"; }, 30s));
     keepScreenshot("status-page-connected");
 
     // From here on the page must change by itself: a reload would lose this marker.
     ASSERT_FALSE(browser_->evaluate("window.devletTestMarker = 'same page'").is_null());
     writeFile(availability(), "OFFLINE\n");
-    text = waitForText({"device gone", "0 echo devices"});
+    const std::string why = availability().string() + " says OFFLINE";
+    text = waitForText({"device gone", "0 echo devices", "echo device foo0 is not offered: " + why});
     EXPECT_NE(text.find("device gone"), std::string::npos) << text;
+    // Why each device is missing, in a sentence.
+    EXPECT_NE(text.find("Seen but not offered:"), std::string::npos) << text;
+    EXPECT_NE(text.find("echo device foo0 is not offered: " + why), std::string::npos) << text;
+    EXPECT_NE(text.find("echo device foo1 is not offered: " + why), std::string::npos) << text;
     EXPECT_EQ(browser_->text("document.querySelector('tr[data-instance=\"cams-8120fe\"]').dataset.health"),
               "unhealthy");
     EXPECT_EQ(browser_->text("window.devletTestMarker"), "same page");
+    EXPECT_EQ(browser_->text("document.body.dataset.live"), "stream");
     keepScreenshot("status-page-device-offline");
+}
+
+TEST_F(StatusPageTest, PollsWhenTheLiveStreamIsRefusedAndStillFollowsChanges) {
+    ASSERT_TRUE(kubelet_->start());
+    startDaemon();
+    ASSERT_TRUE(waitForDevices(kCl, 4));
+    // Every live stream the server allows is taken: the page must fall back to polling.
+    std::vector<std::unique_ptr<RawConnection>> streams;
+    for (int i = 0; i < 8; ++i) {
+        streams.push_back(std::make_unique<RawConnection>(port_));
+        ASSERT_TRUE(streams.back()->send("GET /api/v1/status/stream HTTP/1.1\r\nHost: x\r\n\r\n"));
+        ASSERT_NE(streams.back()->readUntil("event: status", 0, 20s), std::string::npos);
+    }
+    openPage();
+    waitForText({"cams-8120fe", "kubelet connected"});
+    EXPECT_TRUE(eventually([&] { return browser_->text("document.body.dataset.live") == "polling"; }, 30s));
+    ASSERT_FALSE(browser_->evaluate("window.devletTestMarker = 'same page'").is_null());
+    writeFile(availability(), "OFFLINE\n");
+    const std::string text = waitForText({"device gone", "echo device foo0 is not offered"});
+    EXPECT_NE(text.find("echo device foo0 is not offered"), std::string::npos) << text;
+    EXPECT_EQ(browser_->text("window.devletTestMarker"), "same page");
+    keepScreenshot("status-page-polling");
 }
 
 TEST_F(StatusPageTest, ExplainsWaitingForTheKubelet) {

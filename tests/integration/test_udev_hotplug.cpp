@@ -26,6 +26,7 @@
 
 #include "tests/integration/fixture.h"
 #include "tests/probes/usb/webcam_testbed.h"
+#include "tests/status/status_test_support.h"
 
 namespace devlet::test {
 namespace {
@@ -173,6 +174,13 @@ TEST_F(UdevHotplugTest, PluggedWebcamIsOfferedWithItsNodeAndProperties) {
     start(udevConfiguration(R"(SUBSYSTEM=="video4linux", ENV{ID_V4L_CAPABILITIES}==":capture:")"));
     ASSERT_TRUE(kubelet_->waitFor([&] { return kubelet_->endpoint(kResource) != ""; }, 20s));
     EXPECT_TRUE(kubelet_->devices(kResource).empty());
+    // The hubs and the controller are there, and no rule matches them: counted, not listed.
+    const unsigned short port = statusPortFromLog(daemon_->log());
+    ASSERT_NE(port, 0) << daemon_->log();
+    const std::string probes = httpGet(port, "/api/v1/probes").body;
+    EXPECT_NE(probes.find("devices are not offered: no rule in udevRules matches them"), std::string::npos)
+        << probes;
+    EXPECT_NE(probes.find("\"lastScan\":\"20"), std::string::npos) << probes;
 
     add(webcamDeviceTestbed());
     const std::string instance = instanceResource();

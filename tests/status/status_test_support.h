@@ -4,6 +4,7 @@
 // well-behaved client sends.
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <thread>
 
@@ -29,6 +30,18 @@ inline unsigned short freePort() {
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
     ::close(fd);
     return ntohs(address.sin_port);
+}
+
+// The port of a daemon started with --listen 127.0.0.1:0, from the line its log has once
+// the status server listens; 0 before that.
+inline unsigned short statusPortFromLog(const std::string& log) {
+    const std::string marker = "status page at http://127.0.0.1:";
+    const auto at = log.find(marker);
+    if (at == std::string::npos) return 0;
+    unsigned port = 0;
+    for (std::size_t i = at + marker.size(); i < log.size() && log[i] >= '0' && log[i] <= '9'; ++i)
+        port = port * 10 + static_cast<unsigned>(log[i] - '0');
+    return port > 65535 ? 0 : static_cast<unsigned short>(port);
 }
 
 inline status::HttpAnswer httpGet(unsigned short port, const std::string& target,
@@ -85,11 +98,29 @@ public:
         }
     }
     bool closedByPeer() const { return closed_; }
+    // Reads until what came so far (kept between calls) contains `needle` after `from`, or
+    // nothing more arrives within `quiet`; returns where the needle starts (npos if not).
+    std::size_t readUntil(const std::string& needle, std::size_t from, std::chrono::milliseconds quiet) {
+        for (;;) {
+            if (auto at = kept_.find(needle, from); at != std::string::npos) return at;
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, static_cast<int>(quiet.count())) <= 0) return std::string::npos;
+            char buffer[65536];
+            const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+            if (n <= 0) {
+                closed_ = true;
+                return kept_.find(needle, from);
+            }
+            kept_.append(buffer, static_cast<std::size_t>(n));
+        }
+    }
+    const std::string& received() const { return kept_; }
 
 private:
     int fd_ = -1;
     bool connected_ = false;
     bool closed_ = false;
+    std::string kept_;  // what readUntil() received
 };
 
 }  // namespace devlet::test

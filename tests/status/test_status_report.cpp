@@ -1,7 +1,11 @@
 // What the status server says about a snapshot: JSON fields, explanations, readiness,
 // the summary line, secrets removed, and the Prometheus text.
 
+#include <algorithm>
+#include <chrono>
+#include <memory>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <boost/json.hpp>
@@ -189,6 +193,99 @@ TEST(StatusReport, StatusDocumentHasEveryPart) {
     EXPECT_EQ(apiJson("nonsense", connectedSnapshot(), {}), "");
 }
 
+TEST(StatusReport, ExcludedDevicesAreExplainedPerConfiguration) {
+    StatusSnapshot s = connectedSnapshot();
+    auto& c = s.configurations[0];
+    c.instances[0].deviceState = "up without authentication (its credentials were refused)";
+    c.discovery.excluded = {
+        {"http://admin:pw@192.0.2.9/onvif/device_service-uuid-9", "filtered out by macAddresses Exclude", 1},
+        {"", "no rule in udevRules matches them", 312}};
+    c.discovery.lastScanMs = 1700000004000;
+    c.discovery.lastScanDuration = std::chrono::milliseconds(1500);
+    c.discovery.scans = 3;
+    c.discovery.errors = 1;
+    c.discovery.lastError = "no route to 192.0.2.0/24";
+    c.discovery.lastErrorMs = 1700000002500;
+
+    const json::object configurations = parse(apiJson("configurations", s, {}));
+    const json::object& cams = configurations.at("configurations").as_array().at(0).as_object();
+    const json::array& excluded = cams.at("excluded").as_array();
+    ASSERT_EQ(excluded.size(), 2u);
+    EXPECT_EQ(excluded.at(0).at("id").as_string(), "http://192.0.2.9/onvif/device_service-uuid-9");
+    EXPECT_EQ(excluded.at(0).at("reason").as_string(), "filtered out by macAddresses Exclude");
+    EXPECT_EQ(excluded.at(0).at("count").as_int64(), 1);
+    EXPECT_EQ(excluded.at(0).at("text").as_string(),
+              "camera http://192.0.2.9/onvif/device_service-uuid-9 is not offered: filtered out by "
+              "macAddresses Exclude");
+    EXPECT_TRUE(excluded.at(1).at("id").is_null());
+    EXPECT_EQ(excluded.at(1).at("text").as_string(),
+              "312 devices are not offered: no rule in udevRules matches them");
+    EXPECT_EQ(cams.at("counts").at("excluded").as_int64(), 313);
+    const json::object& probe = cams.at("probe").as_object();
+    EXPECT_EQ(probe.at("lastScan").as_string(), "2023-11-14T22:13:24.000Z");
+    EXPECT_DOUBLE_EQ(probe.at("lastScanDurationSeconds").as_double(), 1.5);
+    EXPECT_EQ(probe.at("scans").as_int64(), 3);
+    EXPECT_EQ(probe.at("errors").as_int64(), 1);
+    EXPECT_EQ(probe.at("lastError").as_string(), "no route to 192.0.2.0/24");
+    EXPECT_EQ(probe.at("state").as_string(), "ok");
+
+    const json::object instances = parse(apiJson("instances", s, {}));
+    EXPECT_EQ(instances.at("instances").as_array().at(0).at("deviceState").as_string(),
+              "up without authentication (its credentials were refused)");
+    EXPECT_TRUE(instances.at("instances").as_array().at(1).at("deviceState").is_null());
+    EXPECT_EQ(instances.at("excluded").as_array().size(), 2u);
+    EXPECT_EQ(instances.at("excluded").as_array().at(0).at("configuration").as_string(), "cams");
+
+    const json::object probes = parse(apiJson("probes", s, {}));
+    const json::object& p = probes.at("probes").as_array().at(0).as_object();
+    EXPECT_EQ(p.at("configuration").as_string(), "cams");
+    EXPECT_EQ(p.at("devicesExcluded").as_int64(), 313);
+    EXPECT_EQ(p.at("lastErrorAt").as_string(), "2023-11-14T22:13:22.500Z");
+    EXPECT_EQ(p.at("excluded").as_array().size(), 2u);
+    EXPECT_EQ(apiJson("probes", s, {}).find("pw@"), std::string::npos);
+}
+
+TEST(StatusReport, NothingOfferedBecauseEverythingSeenIsExcluded) {
+    StatusSnapshot s = connectedSnapshot();
+    auto& c = s.configurations[0];
+    c.instances.clear();
+    c.discovery.excluded = {{"http://192.0.2.9/onvif/device_service-u9", "authentication failed", 1}};
+    const auto problems = configurationProblems(s, c);
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_EQ(problems[0], "no cameras offered: 1 camera seen, and it is excluded (see why below)");
+    // Counted entries are the rest of what the handler looked at, not devices it could offer.
+    c.discovery.excluded = {{"", "no rule in udevRules matches them", 40}};
+    EXPECT_EQ(configurationProblems(s, c).at(0),
+              "no cameras found: none is connected, or none matches the configuration's filters");
+}
+
+TEST(StatusReport, KeptDocumentsAreTheSameAsFreshOnes) {
+    auto snapshot = std::make_shared<StatusSnapshot>(connectedSnapshot());
+    snapshot->configurations[0].discovery.excluded = {
+        {"0000:03:00.0", "an integrated GPU, and type is discrete", 1}};
+    const std::vector<StatusEvent> events = {{1700000003000, "info", "cams-8120fe", "found"}};
+    int asked = 0;
+    SnapshotDocuments documents(snapshot, [&](std::size_t limit) {
+        ++asked;
+        return std::vector<StatusEvent>(events.begin(), events.begin() + std::min(limit, events.size()));
+    });
+    for (const char* what :
+         {"status", "daemon", "configurations", "instances", "slots", "probes", "events"}) {
+        const DocumentParts kept = documents.api(what, snapshot->daemon.nowMs);
+        ASSERT_FALSE(kept.empty()) << what;
+        EXPECT_EQ(joined(kept), apiJson(what, *snapshot, events)) << what;
+    }
+    // Kept: the same bytes again, without asking for the events again; only the clock moves.
+    EXPECT_EQ(documents.api("instances", 0), documents.api("instances", 0));
+    const DocumentParts later = documents.api("status", snapshot->daemon.nowMs + 5000);
+    ASSERT_EQ(later.size(), 3u);
+    EXPECT_EQ(later[0], documents.api("status", 0)[0]);
+    EXPECT_EQ(later[2], documents.api("status", 0)[2]);
+    EXPECT_NE(later[1]->find("\"uptimeSeconds\":70"), std::string::npos) << *later[1];
+    EXPECT_EQ(asked, 2);  // once for status, once for events
+    EXPECT_TRUE(documents.api("nonsense", 0).empty());
+}
+
 TEST(StatusMetrics, LabelValuesAreEscaped) {
     EXPECT_EQ(escapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
 }
@@ -225,6 +322,57 @@ TEST(StatusMetrics, EverySampleLineIsWellFormed) {
               std::string::npos);
     EXPECT_NE(text.find("devlet_kubelet_registrations_total{result=\"ok\"} 4\n"), std::string::npos);
     EXPECT_EQ(text.find("process_resident_memory_bytes 0\n"), std::string::npos);
+}
+
+TEST(StatusMetrics, HistogramsHaveCumulativeBucketsSumAndCount) {
+    StatusSnapshot s = connectedSnapshot();
+    auto& d = s.configurations[0].discovery;
+    d.publishLatency.observe(std::chrono::microseconds(300));   // le 0.0005
+    d.publishLatency.observe(std::chrono::microseconds(2000));  // le 0.0025
+    d.publishLatency.observe(std::chrono::seconds(90));         // only +Inf
+    d.scanDurations.observe(std::chrono::milliseconds(40));
+    d.scans = 1;
+    d.errors = 2;
+    const std::string text = inventoryMetricsText(s);
+    const std::string labels = "configuration=\"cams\",handler=\"onvif\"";
+    auto has = [&](const std::string& line) { return text.find(line + "\n") != std::string::npos; };
+    EXPECT_TRUE(has("# TYPE devlet_discovery_to_plugin_seconds histogram")) << text;
+    EXPECT_TRUE(has("devlet_discovery_to_plugin_seconds_bucket{" + labels + ",le=\"0.00025\"} 0")) << text;
+    EXPECT_TRUE(has("devlet_discovery_to_plugin_seconds_bucket{" + labels + ",le=\"0.0005\"} 1"));
+    EXPECT_TRUE(has("devlet_discovery_to_plugin_seconds_bucket{" + labels + ",le=\"0.0025\"} 2"));
+    EXPECT_TRUE(has("devlet_discovery_to_plugin_seconds_bucket{" + labels + ",le=\"60\"} 2"));
+    EXPECT_TRUE(has("devlet_discovery_to_plugin_seconds_bucket{" + labels + ",le=\"+Inf\"} 3"));
+    EXPECT_TRUE(has("devlet_discovery_to_plugin_seconds_count{" + labels + "} 3"));
+    EXPECT_NE(text.find("devlet_discovery_to_plugin_seconds_sum{" + labels + "} 90.002"), std::string::npos);
+    EXPECT_TRUE(has("devlet_discovery_duration_seconds_bucket{" + labels + ",le=\"0.05\"} 1"));
+    EXPECT_TRUE(has("devlet_discovery_scans_total{" + labels + "} 1"));
+    EXPECT_TRUE(has("devlet_discovery_errors_total{" + labels + "} 2"));
+    // Buckets never decrease, and +Inf is the count: what Prometheus checks on a scrape.
+    std::istringstream lines(text);
+    double last = -1;
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("devlet_discovery_to_plugin_seconds_bucket", 0) != 0) continue;
+        const double value = std::stod(line.substr(line.rfind(' ') + 1));
+        EXPECT_GE(value, last) << line;
+        last = value;
+    }
+    // Every family is announced once, before its samples.
+    std::set<std::string> announced;
+    std::istringstream again(text + serverMetricsText({}, readProcessStats()));
+    for (std::string line; std::getline(again, line);) {
+        if (line.rfind("# TYPE ", 0) != 0) continue;
+        const std::string name = line.substr(7, line.find(' ', 7) - 7);
+        EXPECT_TRUE(announced.insert(name).second) << name << " announced twice";
+    }
+    EXPECT_TRUE(announced.count("process_threads"));
+}
+
+TEST(StatusMetrics, ProcessFiguresAreRead) {
+    const ProcessStats p = readProcessStats();
+    EXPECT_GT(p.residentBytes, 0u);
+    EXPECT_GE(p.threads, 1u);
+    EXPECT_GT(p.openFds, 0u);
+    EXPECT_GT(p.startTimeSeconds, 1.6e9);
 }
 
 TEST(StatusPage, IsOneDocumentWithoutExternalAssets) {
