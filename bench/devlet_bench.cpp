@@ -29,6 +29,7 @@
 
 #include "bench/arrival_tracker.h"
 #include "bench/command_line.h"
+#include "bench/echo_devices.h"
 #include "bench/figures.h"
 #include "runtime/naming.h"
 #include "tests/support/daemon_process.h"
@@ -62,15 +63,6 @@ struct Figure {
     std::string unit;
     std::optional<double> below;  // the target: value < below
 };
-
-// "VmHWM:   12345 kB" -> MiB.
-double statusMiB(pid_t pid, const std::string& key) {
-    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-    for (std::string line; std::getline(status, line);) {
-        if (line.rfind(key + ":", 0) == 0) return std::stod(line.substr(key.size() + 1)) / 1024.0;
-    }
-    return NAN;
-}
 
 // CPU time of the benchmark itself: the kubelet simulator's gRPC threads and this one.
 double ownCpuMs() {
@@ -110,49 +102,6 @@ void cleanUpAndExit(int signal) {
         _exit(127);
     }
     _exit(128 + signal);
-}
-
-std::string echoConfiguration(const std::string& name, const std::vector<std::string>& descriptions,
-                              int capacity, const std::filesystem::path& availability) {
-    std::string list;
-    for (const auto& description : descriptions) list += (list.empty() ? "" : ", ") + description;
-    // A long grace period: a device that goes OFFLINE stays offered, Unhealthy, as a
-    // flapping network device would; the toggles then change health, not registrations.
-    return "apiVersion: akri.sh/v0\n"
-           "kind: Configuration\n"
-           "metadata:\n"
-           "  name: " +
-           name +
-           "\n"
-           "spec:\n"
-           "  discoveryHandler:\n"
-           "    name: debugEcho\n"
-           "    discoveryDetails: |\n"
-           "      descriptions: [" +
-           list +
-           "]\n"
-           "      shared: false\n"
-           "      availabilityFile: " +
-           availability.string() +
-           "\n"
-           "  capacity: " +
-           std::to_string(capacity) +
-           "\n"
-           "  devlet:\n"
-           "    removalGracePeriodSeconds: 3600\n";
-}
-
-// Writes the file's new content to a temp file first; the device change is the rename,
-// which is when the clock starts.
-Clock::time_point changeAvailability(const std::filesystem::path& file, bool offline) {
-    const auto tmp = file.parent_path() / ("." + file.filename().string() + ".tmp");
-    {
-        std::ofstream out(tmp);
-        out << (offline ? "OFFLINE\n" : "\n");
-    }
-    const auto start = Clock::now();
-    std::filesystem::rename(tmp, file);
-    return start;
 }
 
 // One run: a fresh temp tree, simulator and daemon.

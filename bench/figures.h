@@ -3,6 +3,7 @@
 // milliseconds, nearest-rank percentiles and CPU time from /proc. Benchmark thread only.
 
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include <sys/types.h>
@@ -16,5 +17,8 @@ double percentile(std::vector<double> samples, double p);
 
 // CPU time (user + system) of every thread of a process so far; NaN when it is gone.
 double cpuMs(pid_t pid);
+
+// A memory figure of /proc/PID/status ("VmHWM:   12345 kB") in MiB; NaN if absent.
+double statusMiB(pid_t pid, const std::string& key);
 
 }  // namespace devlet::bench
