@@ -1,5 +1,6 @@
 #include "status/status_server.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -9,15 +10,20 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "runtime/log.h"
 #include "status/metrics.h"
@@ -96,23 +102,72 @@ bool splitListen(const std::string& listen, std::string& address, unsigned short
 
 class Session;
 
-// What connections share with the server; outlives the server while a connection's
-// handlers are still queued on the loop.
-struct ServerShared {
-    StatusSource* source = nullptr;  // null once stopped
+// What connections share with the server. Lives on the server's own thread, except the
+// fields marked "loop", which only the daemon's loop thread touches. Outlives the server
+// while handlers that hold it are still queued.
+struct ServerShared : std::enable_shared_from_this<ServerShared> {
+    // loop: the daemon's; null once stopped (set by stop(), on the loop too).
+    StatusSource* source = nullptr;
+    // loop: the snapshot last handed to the server thread, and the events read with it.
+    std::shared_ptr<const StatusSnapshot> loopSnapshot;
+    std::shared_ptr<const std::vector<StatusEvent>> loopEvents;
+
+    asio::io_context* loop = nullptr;
+    asio::io_context* io = nullptr;  // the server's
     std::string token;               // empty = no authentication
     std::chrono::milliseconds requestTimeout{15000};
     std::size_t maxStreams = 8;
+    bool stopped = false;
     ServerCounters counters;
     std::uint64_t nextSession = 0;
     std::map<std::uint64_t, std::weak_ptr<Session>> sessions;
     std::set<std::uint64_t> streams;  // sessions that are live streams now
     std::function<void()> streamOpened;
-    // What was rendered from the snapshot the source handed out last.
+    // What was rendered from the snapshot the loop handed over last.
     std::optional<SnapshotDocuments> documents;
+    std::shared_ptr<const std::vector<StatusEvent>> events;
     std::shared_ptr<const std::string> inventoryMetrics;
     ProcessStats process;
     std::chrono::steady_clock::time_point processReadAt{};
+
+    // Asks the loop for its current snapshot and runs `then` back on the server thread
+    // with `documents` rendering it. The loop's part is cheap while nothing changed (the
+    // same snapshot again); an answer also shows that the loop runs (/healthz).
+    void fetch(std::function<void()> then) {
+        asio::post(*loop, [self = shared_from_this(), then = std::move(then)]() mutable {
+            if (!self->source) return;  // stopped: the server's context may be gone
+            std::shared_ptr<const StatusSnapshot> snapshot;
+            try {
+                snapshot = self->source->statusSnapshot();
+                if (snapshot != self->loopSnapshot) {
+                    // Events live in the state database, which only the loop reads.
+                    self->loopEvents = std::make_shared<const std::vector<StatusEvent>>(
+                        self->source->recentEvents(kEventsInEvents));
+                    self->loopSnapshot = snapshot;
+                }
+            } catch (const std::exception& e) {
+                log.error() << "the status snapshot failed: " << e.what();
+                return;
+            }
+            asio::post(*self->io, [self, snapshot = std::move(snapshot), events = self->loopEvents,
+                                   then = std::move(then)] {
+                if (self->stopped) return;
+                self->adopt(snapshot, events);
+                then();
+            });
+        });
+    }
+
+    void adopt(const std::shared_ptr<const StatusSnapshot>& snapshot,
+               const std::shared_ptr<const std::vector<StatusEvent>>& recent) {
+        if (documents && documents->snapshot() == snapshot) return;
+        events = recent;
+        documents.emplace(snapshot, [recent](std::size_t limit) {
+            return std::vector<StatusEvent>(recent->begin(),
+                                            recent->begin() + std::min(limit, recent->size()));
+        });
+        inventoryMetrics.reset();
+    }
 
     // The process's figures, read at most once a second: Prometheus scrapes every few
     // seconds at most, and a busy scraper need not make devlet read /proc on every request.
@@ -124,18 +179,6 @@ struct ServerShared {
             processReadAt = now;
         }
         return process;
-    }
-
-    // The documents of the source's current snapshot: the same ones, with everything they
-    // rendered so far, while the snapshot is the same.
-    SnapshotDocuments& current() {
-        std::shared_ptr<const StatusSnapshot> snapshot = source->statusSnapshot();
-        if (!documents || documents->snapshot() != snapshot) {
-            documents.emplace(std::move(snapshot),
-                              [this](std::size_t limit) { return source->recentEvents(limit); });
-            inventoryMetrics.reset();
-        }
-        return *documents;
     }
 };
 
@@ -198,7 +241,7 @@ public:
     }
 
     // A live stream's next message: the status document (the latest wins while a write is
-    // in flight: a slow reader skips states, it does not queue them) or, with null, a
+    // in flight: a slow reader skips states, it does not queue them) or, with no parts, a
     // comment that keeps an idle connection open through proxies.
     void push(DocumentParts status) {
         if (!streaming_) return;
@@ -222,7 +265,7 @@ private:
     }
 
     void onRead(beast::error_code ec) {
-        if (!shared_->source) return;  // stopped
+        if (shared_->stopped) return;
         if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
             ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
             ec == asio::error::eof) {
@@ -238,6 +281,17 @@ private:
             send(plain(status, std::string(http::obsolete_reason(status)) + "\n", false, 11), false);
             return;
         }
+        const auto& request = parser_->get();
+        if (std::optional<Answer> early = answerWithoutSnapshot(request)) {
+            send(std::move(*early), request.keep_alive());
+            return;
+        }
+        // The rest needs what the daemon knows: the loop hands over its snapshot.
+        stream_.expires_never();  // a hung loop holds the request; the connection limit bounds them
+        shared_->fetch([self = shared_from_this()] { self->answerFromSnapshot(); });
+    }
+
+    void answerFromSnapshot() {
         const auto& request = parser_->get();
         Answer response;
         try {
@@ -266,7 +320,13 @@ private:
                         {std::make_shared<const std::string>(std::move(body))}, keepAlive, version);
     }
 
-    Answer answer(const http::request<http::string_body>& request) {
+    static std::string_view pathOf(const http::request<http::string_body>& request) {
+        const std::string_view target = request.target();
+        return target.substr(0, target.find_first_of("?#"));
+    }
+
+    // What is answered without the daemon's state: errors, a missing token, the page.
+    std::optional<Answer> answerWithoutSnapshot(const http::request<http::string_body>& request) {
         const bool keepAlive = request.keep_alive();
         const unsigned version = request.version();
         if (request.method() != http::verb::get && request.method() != http::verb::head) {
@@ -275,34 +335,20 @@ private:
             r.set(http::field::allow, "GET, HEAD");
             return r;
         }
-        std::string_view target = request.target();
+        const std::string_view target = request.target();
         if (target.empty() || target.front() != '/') {
             return plain(http::status::bad_request, "the target must be a path\n", keepAlive, version);
         }
-        const std::string_view path = target.substr(0, target.find_first_of("?#"));
-
-        if (path == "/healthz") {
-            // Answered from the loop thread, so an answer means the loop runs.
-            return plain(http::status::ok, "ok\n", keepAlive, version);
-        }
-        if (!shared_->token.empty()) {
+        const std::string_view path = pathOf(request);
+        if (!shared_->token.empty() && path != "/healthz" && path != "/readyz") {
             const std::string_view authorization = request[http::field::authorization];
             constexpr std::string_view kBearer = "Bearer ";
-            if (path != "/readyz" && (authorization.substr(0, kBearer.size()) != kBearer ||
-                                      !sameSecret(authorization.substr(kBearer.size()), shared_->token))) {
+            if (authorization.substr(0, kBearer.size()) != kBearer ||
+                !sameSecret(authorization.substr(kBearer.size()), shared_->token)) {
                 auto r = plain(http::status::unauthorized, "a bearer token is needed\n", keepAlive, version);
                 r.set(http::field::www_authenticate, "Bearer realm=\"devlet\"");
                 return r;
             }
-        }
-
-        SnapshotDocuments& documents = shared_->current();
-        if (path == "/readyz") {
-            const Readiness ready = readiness(*documents.snapshot());
-            std::string body = ready.ready ? "ready\n" : "not ready:\n";
-            for (const std::string& reason : ready.reasons) body += "- " + reason + "\n";
-            return plain(ready.ready ? http::status::ok : http::status::service_unavailable, std::move(body),
-                         keepAlive, version);
         }
         if (path == "/" || path == "/index.html") {
             static const auto page = std::make_shared<const std::string>(statusPage());
@@ -313,6 +359,36 @@ private:
                   "frame-ancestors 'none'");
             r.set("X-Frame-Options", "DENY");
             return r;
+        }
+        if (path == kStreamPath && request.method() == http::verb::head)
+            return withBody(http::status::ok, "text/event-stream; charset=utf-8", {}, false, version);
+        constexpr std::string_view kApi = "/api/v1/";
+        const bool known = path == "/healthz" || path == "/readyz" || path == "/metrics" ||
+                           path == kStreamPath || path.substr(0, kApi.size()) == kApi;
+        if (!known) return notFound(keepAlive, version);
+        return std::nullopt;
+    }
+
+    static Answer notFound(bool keepAlive, unsigned version) {
+        return plain(http::status::not_found,
+                     "not found; try /, /api/v1/status, /metrics, /healthz or /readyz\n", keepAlive, version);
+    }
+
+    Answer answer(const http::request<http::string_body>& request) {
+        const bool keepAlive = request.keep_alive();
+        const unsigned version = request.version();
+        const std::string_view path = pathOf(request);
+        SnapshotDocuments& documents = *shared_->documents;
+        if (path == "/healthz") {
+            // The loop handed over its snapshot just now: it runs.
+            return plain(http::status::ok, "ok\n", keepAlive, version);
+        }
+        if (path == "/readyz") {
+            const Readiness ready = readiness(*documents.snapshot());
+            std::string body = ready.ready ? "ready\n" : "not ready:\n";
+            for (const std::string& reason : ready.reasons) body += "- " + reason + "\n";
+            return plain(ready.ready ? http::status::ok : http::status::service_unavailable, std::move(body),
+                         keepAlive, version);
         }
         if (path == "/metrics") {
             if (!shared_->inventoryMetrics)
@@ -329,17 +405,12 @@ private:
             if (DocumentParts body = documents.api(path.substr(kApi.size()), wallMs()); !body.empty())
                 return withBody(http::status::ok, "application/json", std::move(body), keepAlive, version);
         }
-        return plain(http::status::not_found,
-                     "not found; try /, /api/v1/status, /metrics, /healthz or /readyz\n", keepAlive, version);
+        return notFound(keepAlive, version);
     }
 
     // Server-sent events: the status document now and after every change, on this
     // connection until the client goes. Bounded: beyond maxStreams a client is told to poll.
     Answer startStream(const http::request<http::string_body>& request, SnapshotDocuments& documents) {
-        if (request.method() == http::verb::head) {
-            return withBody(http::status::ok, "text/event-stream; charset=utf-8", {}, false,
-                            request.version());
-        }
         if (shared_->streams.size() >= shared_->maxStreams) {
             auto r = plain(http::status::service_unavailable,
                            "too many live streams; poll /api/v1/status instead\n", false, request.version());
@@ -393,7 +464,7 @@ private:
 
     void onStreamWrite(beast::error_code ec) {
         writing_ = false;
-        if (ec || !shared_->source) {
+        if (ec || shared_->stopped) {
             close();
             return;
         }
@@ -436,7 +507,7 @@ private:
 
     void onWrite(beast::error_code ec) {
         response_.body().clear();
-        if (ec || !keepAlive_ || !shared_->source) {
+        if (ec || !keepAlive_ || shared_->stopped) {
             close();
             return;
         }
@@ -463,16 +534,21 @@ private:
 class StatusServer::Impl {
 public:
     Impl(asio::io_context& loop, StatusSource& source, Options options)
-        : acceptor_(loop),
-          retry_(loop),
-          streamTimer_(loop),
-          options_(std::move(options)),
-          shared_(std::make_shared<ServerShared>()) {
+        : options_(std::move(options)),
+          shared_(std::make_shared<ServerShared>()),
+          acceptor_(io_),
+          retry_(io_),
+          streamTimer_(io_),
+          work_(asio::make_work_guard(io_)) {
         shared_->source = &source;
+        shared_->loop = &loop;
+        shared_->io = &io_;
         shared_->requestTimeout = options_.requestTimeout;
         shared_->maxStreams = options_.maxStreams;
         shared_->streamOpened = [this] { watchStreams(); };
     }
+
+    ~Impl() { stop(); }
 
     std::string start() {
         std::string address;
@@ -504,19 +580,38 @@ public:
                           << " does not exist); anyone who reaches it can read it";
         }
         accept();
+        thread_ = std::thread([this] {
+            // Below the loop and the plugins' gRPC threads: when a client hammers the page
+            // on a small node, the kubelet's work gets the CPU first.
+            ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+            io_.run();
+        });
         return {};
     }
 
+    // On the loop thread: after it, the source is not called again and the thread is gone.
     void stop() {
-        beast::error_code ec;
-        acceptor_.close(ec);
-        retry_.cancel();
-        streamTimer_.cancel();
-        shared_->source = nullptr;
-        shared_->streamOpened = nullptr;
-        auto sessions = shared_->sessions;
-        for (auto& [id, weak] : sessions) {
-            if (auto session = weak.lock()) session->close();
+        if (stopped_) return;
+        stopped_ = true;
+        shared_->source = nullptr;  // loop side: no snapshot goes to the server thread any more
+        auto closeAll = [this] {
+            shared_->stopped = true;
+            shared_->streamOpened = nullptr;
+            beast::error_code ec;
+            acceptor_.close(ec);
+            retry_.cancel();
+            streamTimer_.cancel();
+            auto sessions = shared_->sessions;
+            for (auto& [id, weak] : sessions) {
+                if (auto session = weak.lock()) session->close();
+            }
+            io_.stop();
+        };
+        if (thread_.joinable()) {
+            asio::post(io_, closeAll);
+            thread_.join();
+        } else {
+            closeAll();
         }
     }
 
@@ -546,7 +641,7 @@ private:
 
     void accept() {
         acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
-            if (ec == asio::error::operation_aborted || !shared_->source) return;
+            if (ec == asio::error::operation_aborted || shared_->stopped) return;
             if (!ec) {
                 if (shared_->counters.connectionsOpen >= options_.maxConnections) {
                     ++shared_->counters.connectionsRefused;
@@ -564,7 +659,7 @@ private:
                 log.debug() << "accept: " << ec.message();
                 retry_.expires_after(std::chrono::milliseconds(100));
                 retry_.async_wait([this](beast::error_code waited) {
-                    if (!waited && shared_->source) accept();
+                    if (!waited && !shared_->stopped) accept();
                 });
                 return;
             }
@@ -585,37 +680,52 @@ private:
         watching_ = true;
         streamTimer_.expires_after(kStreamCheck);
         streamTimer_.async_wait([this](beast::error_code ec) {
-            watching_ = false;
-            if (ec || !shared_->source || shared_->streams.empty()) return;
-            SnapshotDocuments& documents = shared_->current();
-            DocumentParts status;
-            if (documents.snapshot() != lastStreamed_) {
-                status = documents.api("status", wallMs());
-                lastStreamed_ = documents.snapshot();
+            if (ec || shared_->stopped || shared_->streams.empty()) {
+                watching_ = false;
+                return;
             }
-            const auto quietSince = std::chrono::steady_clock::now() - kStreamKeepAlive;
-            const std::set<std::uint64_t> streams = shared_->streams;
-            for (std::uint64_t id : streams) {
-                auto it = shared_->sessions.find(id);
-                auto session = it == shared_->sessions.end() ? nullptr : it->second.lock();
-                if (!session) continue;
-                if (!status.empty()) {
-                    session->push(status);
-                } else if (session->lastPush() < quietSince) {
-                    session->push({});
-                }
-            }
-            checkStreamsSoon();
+            shared_->fetch([this] { pushToStreams(); });
         });
     }
 
+    void pushToStreams() {
+        SnapshotDocuments& documents = *shared_->documents;
+        DocumentParts status;
+        if (documents.snapshot() != lastStreamed_) {
+            status = documents.api("status", wallMs());
+            lastStreamed_ = documents.snapshot();
+        }
+        const auto quietSince = std::chrono::steady_clock::now() - kStreamKeepAlive;
+        const std::set<std::uint64_t> streams = shared_->streams;
+        for (std::uint64_t id : streams) {
+            auto it = shared_->sessions.find(id);
+            auto session = it == shared_->sessions.end() ? nullptr : it->second.lock();
+            if (!session) continue;
+            if (!status.empty()) {
+                session->push(status);
+            } else if (session->lastPush() < quietSince) {
+                session->push({});
+            }
+        }
+        if (shared_->streams.empty()) {
+            watching_ = false;
+            return;
+        }
+        checkStreamsSoon();
+    }
+
+    Options options_;
+    std::shared_ptr<ServerShared> shared_;
+    // The server's own context and thread; declared before what runs on it, so it outlives it.
+    asio::io_context io_;
     tcp::acceptor acceptor_;
     asio::steady_timer retry_;
     asio::steady_timer streamTimer_;
+    asio::executor_work_guard<asio::io_context::executor_type> work_;
     bool watching_ = false;
     std::shared_ptr<const StatusSnapshot> lastStreamed_;  // the snapshot the streams have
-    Options options_;
-    std::shared_ptr<ServerShared> shared_;
+    bool stopped_ = false;
+    std::thread thread_;
 };
 
 StatusServer::StatusServer(asio::io_context& loop, StatusSource& source, Options options)

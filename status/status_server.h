@@ -1,8 +1,10 @@
 #pragma once
-// The status server: a read-only HTTP/1.1 server (Boost.Beast) on the daemon's loop that
-// serves the page, the JSON API, /metrics, /healthz and /readyz from snapshots a
-// StatusSource hands out. It owns its acceptor and connections; everything runs on the
-// loop thread. Beast stays behind this header.
+// The status server: a read-only HTTP/1.1 server (Boost.Beast) that serves the page, the
+// JSON API, a live stream, /metrics, /healthz and /readyz from the immutable snapshots a
+// StatusSource hands out. It owns its acceptor, connections and one thread of its own, at
+// a lower priority than the daemon's: parsing, rendering and sending never hold the loop,
+// which only hands over its current snapshot (the same one while nothing changed). The
+// StatusSource is called on the loop thread only. Beast stays behind this header.
 
 #include <chrono>
 #include <cstddef>
@@ -33,6 +35,7 @@ public:
         std::chrono::milliseconds requestTimeout{15000};
     };
 
+    // `loop` is the daemon's: the source is called there.
     StatusServer(boost::asio::io_context& loop, StatusSource& source, Options options);
     ~StatusServer();
     StatusServer(const StatusServer&) = delete;
@@ -40,7 +43,8 @@ public:
 
     // Binds and starts accepting; returns why it cannot (empty on success).
     std::string start();
-    // Closes the listener and every connection; the source is not called afterwards.
+    // Closes the listener and every connection and ends the server's thread; the source is
+    // not called afterwards. On the loop thread.
     void stop();
     // The address and port actually bound ("127.0.0.1:9797"); empty before start().
     std::string endpoint() const;
