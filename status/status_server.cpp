@@ -121,20 +121,28 @@ struct ServerShared : std::enable_shared_from_this<ServerShared> {
     ServerCounters counters;
     std::uint64_t nextSession = 0;
     std::map<std::uint64_t, std::weak_ptr<Session>> sessions;
-    std::set<std::uint64_t> streams;  // sessions that are live streams now
+    std::set<std::uint64_t> streams;  // connections that are live streams now
     std::function<void()> streamOpened;
     // What was rendered from the snapshot the loop handed over last.
     std::optional<SnapshotDocuments> documents;
     std::shared_ptr<const std::vector<StatusEvent>> events;
     std::shared_ptr<const std::string> inventoryMetrics;
+    std::vector<std::function<void()>> waiting;  // for the snapshot the loop hands over next
+    bool fetching = false;
     ProcessStats process;
     std::chrono::steady_clock::time_point processReadAt{};
 
     // Asks the loop for its current snapshot and runs `then` back on the server thread
     // with `documents` rendering it. The loop's part is cheap while nothing changed (the
-    // same snapshot again); an answer also shows that the loop runs (/healthz).
+    // same snapshot again); an answer also shows that the loop runs (/healthz). Requests
+    // that come while a round trip is under way are answered with it. The loop's handler
+    // holds nothing of the server's but this: were it never to run (the loop stops first),
+    // no socket of the server's thread would be left to the loop to destroy.
     void fetch(std::function<void()> then) {
-        asio::post(*loop, [self = shared_from_this(), then = std::move(then)]() mutable {
+        waiting.push_back(std::move(then));
+        if (fetching) return;
+        fetching = true;
+        asio::post(*loop, [self = shared_from_this()] {
             if (!self->source) return;  // stopped: the server's context may be gone
             std::shared_ptr<const StatusSnapshot> snapshot;
             try {
@@ -147,13 +155,15 @@ struct ServerShared : std::enable_shared_from_this<ServerShared> {
                 }
             } catch (const std::exception& e) {
                 log.error() << "the status snapshot failed: " << e.what();
-                return;
+                snapshot = self->loopSnapshot;  // the last good one, if any
             }
-            asio::post(*self->io, [self, snapshot = std::move(snapshot), events = self->loopEvents,
-                                   then = std::move(then)] {
-                if (self->stopped) return;
+            asio::post(*self->io, [self, snapshot = std::move(snapshot), events = self->loopEvents] {
+                self->fetching = false;
+                if (self->stopped || !snapshot) return;
                 self->adopt(snapshot, events);
-                then();
+                std::vector<std::function<void()>> ready;
+                ready.swap(self->waiting);
+                for (auto& then : ready) then();
             });
         });
     }
@@ -597,6 +607,7 @@ public:
         auto closeAll = [this] {
             shared_->stopped = true;
             shared_->streamOpened = nullptr;
+            shared_->waiting.clear();
             beast::error_code ec;
             acceptor_.close(ec);
             retry_.cancel();
