@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -222,6 +223,10 @@ void printText(const std::vector<SetReport>& reports, std::size_t deviceCount) {
             std::cout << "  rule " << rule.rule->text() << "\n";
             for (const Verdict& match : rule.matches) {
                 std::cout << "    matches " << deviceName(*match.observation) << "\n";
+                // Which device the parent filters (ATTRS, KERNELS, ...) held on: a hub or
+                // a USB device several levels up is not obvious from the rule.
+                if (constexpr std::string_view kPrefix = "matches; "; match.explanation.starts_with(kPrefix))
+                    std::cout << "      " << match.explanation.substr(kPrefix.size()) << "\n";
                 if (match.strings) std::cout << "      " << describeRead(*match.strings) << "\n";
             }
             for (const Verdict& miss : rule.excluded) {
