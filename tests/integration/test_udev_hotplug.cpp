@@ -1,8 +1,9 @@
 // The udev handler end to end: the real daemon, forked after a umockdev testbed exists,
 // reads the testbed's sysfs and udev database and its netlink uevents, and offers a
-// Logitech C920 webcam to the kubelet simulator over the real device-plugin API. The test
-// plugs, unplugs, replugs, re-enumerates, unbinds and binds the webcam through the
-// testbed API. Runs under umockdev-wrapper; skips (77) where umockdev is not available.
+// Logitech C920 webcam, or an FTDI USB-serial adapter, to the kubelet simulator over the
+// real device-plugin API. The tests plug, unplug, replug, re-enumerate, unbind and bind
+// the devices through the testbed API. Runs under umockdev-wrapper; skips (77) where
+// umockdev is not available.
 
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,7 @@
 #include <umockdev.h>
 
 #include "tests/integration/fixture.h"
+#include "tests/probes/usb/serial_adapter_testbed.h"
 #include "tests/probes/usb/webcam_testbed.h"
 #include "tests/status/status_test_support.h"
 
@@ -45,11 +47,13 @@ std::string video0Testbed() {
 }
 
 std::string udevConfiguration(const std::string& rule, const std::string& extraDetails = "",
-                              const std::string& devlet = "") {
+                              const std::string& devlet = "", const std::string& name = "webcams") {
     return "apiVersion: akri.sh/v0\n"
            "kind: Configuration\n"
            "metadata:\n"
-           "  name: webcams\n"
+           "  name: " +
+           name +
+           "\n"
            "spec:\n"
            "  discoveryHandler:\n"
            "    name: udev\n"
@@ -80,14 +84,19 @@ private:
     std::map<std::string, std::vector<std::string>> messages_;
 };
 
-class UdevHotplugTest : public DaemonTest {
+// The daemon with one udev configuration (`name`, resource akri.sh/<name>) on a testbed
+// that starts with `host` (a controller and its hubs).
+class UdevTestbedDaemonTest : public DaemonTest {
 protected:
+    UdevTestbedDaemonTest(std::string host, std::string name)
+        : host_(std::move(host)), name_(std::move(name)), resource_("akri.sh/" + name_) {}
+
     void SetUp() override {
         testbed_ = umockdev_testbed_new();
         ASSERT_TRUE(testbed_);
         // The testbed is in UMOCKDEV_DIR now; the daemon forked later inherits it.
         ASSERT_NE(std::getenv("UMOCKDEV_DIR"), nullptr);
-        add(webcamHostTestbed());
+        add(host_);
         DaemonTest::SetUp();
         kubelet_->onListAndWatch(
             [log = log_](const std::string& resource, const v1beta1::ListAndWatchResponse& response) {
@@ -131,7 +140,7 @@ protected:
     }
 
     void start(const std::string& configuration) {
-        writeFile(daemon_->confDir() / "webcams.yaml", configuration);
+        writeFile(daemon_->confDir() / (name_ + ".yaml"), configuration);
         ASSERT_TRUE(kubelet_->start());
         daemon_->start();
         ASSERT_TRUE(daemon_->waitForLog("udev device", 20s)) << daemon_->log();
@@ -143,7 +152,7 @@ protected:
         kubelet_->waitFor(
             [&] {
                 for (const std::string& resource : kubelet_->resources()) {
-                    if (resource.starts_with(std::string(kResource) + "-")) found = resource;
+                    if (resource.starts_with(resource_ + "-")) found = resource;
                 }
                 return !found.empty();
             },
@@ -156,18 +165,26 @@ protected:
     std::vector<std::string> instanceResources() const {
         std::vector<std::string> found;
         for (const std::string& resource : kubelet_->resources()) {
-            if (resource.starts_with(std::string(kResource) + "-")) found.push_back(resource);
+            if (resource.starts_with(resource_ + "-")) found.push_back(resource);
         }
         return found;
     }
     bool waitForWithdrawn(const std::string& instance, std::chrono::milliseconds timeout = 30s) {
         return kubelet_->waitFor(
-            [&] { return kubelet_->endpoint(instance).empty() && kubelet_->devices(kResource).empty(); },
+            [&] { return kubelet_->endpoint(instance).empty() && kubelet_->devices(resource_).empty(); },
             timeout);
     }
 
+    std::string host_;
+    std::string name_;
+    std::string resource_;
     UMockdevTestbed* testbed_ = nullptr;
     std::shared_ptr<HealthLog> log_ = std::make_shared<HealthLog>();
+};
+
+class UdevHotplugTest : public UdevTestbedDaemonTest {
+protected:
+    UdevHotplugTest() : UdevTestbedDaemonTest(webcamHostTestbed(), "webcams") {}
 };
 
 TEST_F(UdevHotplugTest, PluggedWebcamIsOfferedWithItsNodeAndProperties) {
@@ -354,6 +371,78 @@ TEST_F(UdevHotplugTest, StormOfAThousandEventsEndsInTheRightState) {
     auto result = kubelet_->allocate("default", "pod-a", "main", instance, 1);
     ASSERT_TRUE(result.ok) << result.error;
     EXPECT_EQ(result.response.devices(0).host_path(), "/dev/video0");
+}
+
+// The FTDI USB-serial adapter with Akri's usual rule for it, on its tty node.
+class SerialAdapterHotplugTest : public UdevTestbedDaemonTest {
+protected:
+    SerialAdapterHotplugTest() : UdevTestbedDaemonTest(serialAdapterHostTestbed(), "serial") {}
+
+    static constexpr const char* kRule = R"(SUBSYSTEM=="tty", ATTRS{idVendor}=="0403")";
+};
+
+TEST_F(SerialAdapterHotplugTest, PluggedAdapterIsOfferedAsTtyUsb0WithUdevAndUsbEnvironment) {
+    start(udevConfiguration(kRule, "", "", "serial"));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return kubelet_->endpoint(resource_) != ""; }, 20s));
+    EXPECT_TRUE(kubelet_->devices(resource_).empty());
+
+    add(serialAdapterDeviceTestbed());
+    const std::string instance = instanceResource();
+    ASSERT_FALSE(instance.empty()) << daemon_->log();
+    ASSERT_TRUE(waitForHealth(instance, slotOf(instance), "Healthy"));
+    ASSERT_TRUE(waitForHealth(resource_, slotOf(instance), "Healthy"));
+
+    // Through the configuration-level resource, as a pod that asks for any adapter does.
+    auto result = kubelet_->allocate("default", "pod-a", "main", resource_, 1);
+    ASSERT_TRUE(result.ok) << result.error;
+    ASSERT_EQ(result.response.devices_size(), 1);
+    EXPECT_EQ(result.response.devices(0).host_path(), "/dev/ttyUSB0");
+    EXPECT_EQ(result.response.devices(0).container_path(), "/dev/ttyUSB0");
+    EXPECT_EQ(result.response.devices(0).permissions(), "rwm");
+    const auto& envs = result.response.envs();
+    const std::map<std::string, std::string> expected = {
+        {"UDEV_DEVNODE", "/dev/ttyUSB0"},
+        {"UDEV_DEVPATH", kSerialAdapterTty},
+        {"USB_VENDOR_ID", "0403"},
+        {"USB_PRODUCT_ID", "6015"},
+        {"USB_SERIAL", "FT50KUPS"},
+        {"USB_MANUFACTURER", "FTDI"},
+        {"USB_PRODUCT", "UMFT230XB"},
+        {"USB_PORT_PATH", "1-10"},
+        {"USB_BUSNUM", "1"},
+        {"USB_DEVNUM", "4"},
+    };
+    for (const auto& [name, value] : expected) {
+        ASSERT_TRUE(envs.contains(name)) << name;
+        EXPECT_EQ(envs.at(name), value) << name;
+    }
+}
+
+TEST_F(SerialAdapterHotplugTest, MovedToAnotherPortKeepsItsNameUnderStableIdentity) {
+    add(serialAdapterDeviceTestbed());
+    start(udevConfiguration(kRule, "      stableIdentity: usb\n", "    removalGracePeriodSeconds: 3600\n",
+                            "serial"));
+    const std::string instance = instanceResource();
+    ASSERT_FALSE(instance.empty()) << daemon_->log();
+    ASSERT_TRUE(waitForHealth(instance, slotOf(instance), "Healthy"));
+
+    remove(serialAdapterUsbDevpath());
+    ASSERT_TRUE(waitForHealth(instance, slotOf(instance), "Unhealthy")) << daemon_->log();
+    ASSERT_TRUE(waitForHealth(resource_, slotOf(instance), "Unhealthy"));
+
+    // Plugged into port 9, enumerated as device 5: the same instance, healthy again.
+    add(serialAdapterDeviceTestbed("1-9", 5));
+    ASSERT_TRUE(waitForHealth(instance, slotOf(instance), "Healthy")) << daemon_->log();
+    EXPECT_EQ(instanceResources(), std::vector<std::string>{instance});
+    EXPECT_EQ(kubelet_->registrations(instance), 1);
+    auto result = kubelet_->allocate("default", "pod-a", "main", instance, 1);
+    ASSERT_TRUE(result.ok) << result.error;
+    ASSERT_EQ(result.response.devices_size(), 1);
+    EXPECT_EQ(result.response.devices(0).host_path(), "/dev/ttyUSB0");
+    EXPECT_EQ(result.response.envs().at("UDEV_DEVPATH"), serialAdapterTty("1-9"));
+    EXPECT_EQ(result.response.envs().at("USB_PORT_PATH"), "1-9");
+    EXPECT_EQ(result.response.envs().at("USB_DEVNUM"), "5");
+    EXPECT_EQ(result.response.envs().at("USB_SERIAL"), "FT50KUPS");
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
-// The udev probe end to end on a umockdev testbed: a Logitech C920 webcam (facts from a
-// real machine's udev database, trimmed to what the rules and the classifier read) is
-// enumerated, then unplugged and replugged through uevents on the netlink monitor. Runs
-// under umockdev-wrapper; skips (77) where umockdev is not available.
+// The udev probe end to end on umockdev testbeds of real hardware (facts from real
+// machines, trimmed to what the rules and the classifier read): a Logitech C920 webcam is
+// enumerated, then unplugged and replugged through uevents on the netlink monitor; an FTDI
+// USB-serial adapter is found through its tty node and keeps its name when replugged on
+// another port; a keyboard behind three hubs is matched through its ancestors. Runs under
+// umockdev-wrapper; skips (77) where umockdev is not available.
 
 #include <cstdio>
 #include <cstdlib>
@@ -13,8 +15,10 @@
 
 #if DEVLET_HAVE_UMOCKDEV
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +28,8 @@
 
 #include "probes/usb/udev_handler.h"
 #include "runtime/configuration.h"
+#include "tests/probes/usb/keyboard_testbed.h"
+#include "tests/probes/usb/serial_adapter_testbed.h"
 #include "tests/probes/usb/webcam_testbed.h"
 
 namespace devlet::usb {
@@ -53,7 +59,7 @@ constexpr const char* kVideo1 =
 class RecordingSink : public ProbeSink {
 public:
     void reportSnapshot(const std::string& configuration, std::vector<Instance> instances) override {
-        EXPECT_EQ(configuration, "webcams");
+        EXPECT_EQ(configuration, "usb");
         snapshots.push_back(std::move(instances));
     }
     void reportProbeError(const std::string&, const std::string& message) override {
@@ -71,30 +77,57 @@ const Instance* findInstance(const std::vector<Instance>& instances, const std::
     return nullptr;
 }
 
-class UdevProbeTest : public ::testing::Test {
+// A probe of one udev configuration on a testbed holding `testbed`.
+class UdevTestbedTest : public ::testing::Test {
 protected:
+    explicit UdevTestbedTest(std::string testbed) : testbedText_(std::move(testbed)) {}
+
     void SetUp() override {
         testbed_ = umockdev_testbed_new();
-        GError* error = nullptr;
-        ASSERT_TRUE(umockdev_testbed_add_from_string(testbed_, test::kWebcamTestbed, &error))
-            << (error ? error->message : "unknown error");
-        configuration_.name = "webcams";
+        add(testbedText_);
+        configuration_.name = "usb";
         configuration_.handler = "udev";
-        configuration_.discoveryDetails =
-            "udevRules:\n"
-            "  - 'SUBSYSTEM==\"video4linux\", ENV{ID_V4L_CAPABILITIES}==\":capture:\"'\n";
     }
 
     void TearDown() override {
-        if (probe_) probe_->stop();
-        probe_.reset();
+        stopProbe();
         g_object_unref(testbed_);
     }
 
+    void add(const std::string& description) {
+        GError* error = nullptr;
+        ASSERT_TRUE(umockdev_testbed_add_from_string(testbed_, description.c_str(), &error))
+            << (error ? error->message : "unknown error");
+    }
+
+    // `rule` as the one udevRules entry, and more discoveryDetails lines.
+    void setRule(const std::string& rule, const std::string& moreDetails = "") {
+        configuration_.discoveryDetails = "udevRules:\n  - '" + rule + "'\n" + moreDetails;
+    }
+
     void startProbe() {
-        ASSERT_TRUE(handler_.check(configuration_).empty());
+        ASSERT_TRUE(handler_.check(configuration_).empty()) << configuration_.discoveryDetails;
         probe_ = handler_.createProbe(configuration_, loop_, sink_);
         probe_->start();
+    }
+
+    void stopProbe() {
+        if (probe_) probe_->stop();
+        probe_.reset();
+        sink_.snapshots.clear();
+        sink_.errors.clear();
+    }
+
+    // The first snapshot of a probe of `rule`, stopped again afterwards.
+    std::vector<Instance> firstSnapshot(const std::string& rule, const std::string& moreDetails = "") {
+        setRule(rule, moreDetails);
+        startProbe();
+        EXPECT_TRUE(runUntilSnapshots(1)) << rule;
+        EXPECT_TRUE(sink_.errors.empty()) << sink_.errors.front();
+        std::vector<Instance> snapshot =
+            sink_.snapshots.empty() ? std::vector<Instance>{} : sink_.snapshots[0];
+        stopProbe();
+        return snapshot;
     }
 
     // Runs the loop until `done` holds or a few seconds pass.
@@ -111,16 +144,36 @@ protected:
         return runUntil([&] { return sink_.snapshots.size() >= count; });
     }
 
-    void uevent(const char* devpath, const char* action) {
-        umockdev_testbed_uevent(testbed_, (std::string("/sys") + devpath).c_str(), action);
+    void uevent(const std::string& devpath, const char* action) {
+        umockdev_testbed_uevent(testbed_, ("/sys" + devpath).c_str(), action);
     }
 
+    // Unplugged: a remove uevent, then the devices leave sysfs, deepest first.
+    void unplug(const std::string& devpath, std::vector<std::string> below) {
+        uevent(devpath, "remove");
+        std::sort(below.begin(), below.end(),
+                  [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+        below.push_back(devpath);
+        for (const std::string& device : below)
+            umockdev_testbed_remove_device(testbed_, ("/sys" + device).c_str());
+    }
+
+    std::string testbedText_;
     UMockdevTestbed* testbed_ = nullptr;
     Configuration configuration_;
     boost::asio::io_context loop_;
     RecordingSink sink_;
     UdevHandler handler_;
     std::unique_ptr<Probe> probe_;
+};
+
+class UdevProbeTest : public UdevTestbedTest {
+protected:
+    UdevProbeTest() : UdevTestbedTest(test::kWebcamTestbed) {}
+    void SetUp() override {
+        UdevTestbedTest::SetUp();
+        setRule(R"(SUBSYSTEM=="video4linux", ENV{ID_V4L_CAPABILITIES}==":capture:")");
+    }
 };
 
 TEST_F(UdevProbeTest, StartReportsTheWebcamWithItsNodeAndUsbIds) {
@@ -187,6 +240,192 @@ TEST_F(UdevProbeTest, EventsThatChangeNothingReportNothing) {
     EXPECT_TRUE(sink_.snapshots[1].empty());
     loop_.poll();
     EXPECT_EQ(sink_.snapshots.size(), 2u);
+}
+
+// The FTDI USB-serial adapter: Akri's usual rule for it, on its tty node.
+constexpr const char* kSerialRule = R"(SUBSYSTEM=="tty", ATTRS{idVendor}=="0403")";
+
+class SerialAdapterProbeTest : public UdevTestbedTest {
+protected:
+    SerialAdapterProbeTest() : UdevTestbedTest(test::serialAdapterHostTestbed()) {}
+    // The adapter's devices below its USB device at `port`, for unplugging.
+    static std::vector<std::string> devicesBelow(const std::string& port) {
+        const std::string usb = test::serialAdapterUsbDevpath(port);
+        const std::string interface = usb + "/" + port + ":1.0";
+        return {interface, interface + "/gpiochip1", interface + "/ttyUSB0", test::serialAdapterTty(port)};
+    }
+};
+
+TEST_F(SerialAdapterProbeTest, TtyNodeIsOfferedWithTheAdaptersUsbProperties) {
+    add(test::serialAdapterDeviceTestbed());
+    const std::vector<Instance> instances = firstSnapshot(kSerialRule);
+    ASSERT_EQ(instances.size(), 1u);
+    const Instance& adapter = instances[0];
+    EXPECT_EQ(adapter.id, test::kSerialAdapterTty);
+    ASSERT_EQ(adapter.nodes.size(), 1u);
+    EXPECT_EQ(adapter.nodes[0].hostPath, "/dev/ttyUSB0");
+    EXPECT_EQ(adapter.nodes[0].containerPath, "/dev/ttyUSB0");
+    EXPECT_EQ(adapter.nodes[0].permissions, "rwm");
+    const std::map<std::string, std::string> expected = {
+        {"UDEV_DEVNODE", "/dev/ttyUSB0"},
+        {"UDEV_DEVPATH", test::kSerialAdapterTty},
+        {"USB_VENDOR_ID", "0403"},
+        {"USB_PRODUCT_ID", "6015"},
+        {"USB_SERIAL", "FT50KUPS"},
+        {"USB_MANUFACTURER", "FTDI"},
+        {"USB_PRODUCT", "UMFT230XB"},
+        {"USB_BUSNUM", "1"},
+        {"USB_DEVNUM", "4"},
+        {"USB_PORT_PATH", "1-10"},
+        {"USB_CLASS", "00"},
+    };
+    // The recording has no speed attribute: the property is left out, not guessed.
+    EXPECT_EQ(adapter.properties, expected);
+}
+
+TEST_F(SerialAdapterProbeTest, RuleWithoutSubsystemAlsoFindsTheUsbDeviceAndTheGpioChip) {
+    add(test::serialAdapterDeviceTestbed());
+    // The interface and the usb-serial port have no node: they are offered through the USB
+    // device (Akri #788), which the rule matches too.
+    std::vector<Instance> instances = firstSnapshot(R"(ATTRS{idVendor}=="0403")");
+    std::vector<std::string> ids;
+    for (const Instance& instance : instances) ids.push_back(instance.id);
+    EXPECT_EQ(ids, (std::vector<std::string>{test::kSerialAdapterUsbDevpath, test::kSerialAdapterGpiochip,
+                                             test::kSerialAdapterTty}));
+
+    // One instance per adapter under a stable identity, its nodes indexed in devpath order.
+    instances = firstSnapshot(R"(ATTRS{idVendor}=="0403")", "stableIdentity: usb\n");
+    ASSERT_EQ(instances.size(), 1u);
+    EXPECT_EQ(instances[0].id, "usb:0403:6015:FT50KUPS");
+    EXPECT_EQ(instances[0].properties.at("UDEV_DEVNODE_0"), "/dev/bus/usb/001/004");
+    EXPECT_EQ(instances[0].properties.at("UDEV_DEVNODE_1"), "/dev/gpiochip1");
+    EXPECT_EQ(instances[0].properties.at("UDEV_DEVNODE_2"), "/dev/ttyUSB0");
+    EXPECT_EQ(instances[0].properties.at("UDEV_DEVPATH"), test::kSerialAdapterUsbDevpath);
+}
+
+TEST_F(SerialAdapterProbeTest, PluggedUnpluggedAndRepluggedOnAnotherPortKeepsItsStableName) {
+    setRule(kSerialRule, "stableIdentity: usb\n");
+    startProbe();
+    ASSERT_TRUE(runUntilSnapshots(1));
+    EXPECT_TRUE(sink_.snapshots[0].empty());
+
+    add(test::serialAdapterDeviceTestbed());
+    ASSERT_TRUE(runUntil([&] { return !sink_.snapshots.back().empty(); }));
+    ASSERT_EQ(sink_.snapshots.back().size(), 1u);
+    EXPECT_EQ(sink_.snapshots.back()[0].id, "usb:0403:6015:FT50KUPS");
+    EXPECT_EQ(sink_.snapshots.back()[0].properties.at("USB_PORT_PATH"), "1-10");
+
+    unplug(test::serialAdapterUsbDevpath(), devicesBelow("1-10"));
+    ASSERT_TRUE(runUntil([&] { return sink_.snapshots.back().empty(); }));
+
+    // Plugged into port 9, enumerated as device 5.
+    add(test::serialAdapterDeviceTestbed("1-9", 5));
+    ASSERT_TRUE(runUntil([&] { return !sink_.snapshots.back().empty(); }));
+    ASSERT_EQ(sink_.snapshots.back().size(), 1u);
+    const Instance& adapter = sink_.snapshots.back()[0];
+    EXPECT_EQ(adapter.id, "usb:0403:6015:FT50KUPS");
+    EXPECT_EQ(adapter.properties.at("UDEV_DEVNODE"), "/dev/ttyUSB0");
+    EXPECT_EQ(adapter.properties.at("UDEV_DEVPATH"), test::serialAdapterTty("1-9"));
+    EXPECT_EQ(adapter.properties.at("USB_PORT_PATH"), "1-9");
+    EXPECT_EQ(adapter.properties.at("USB_DEVNUM"), "5");
+    EXPECT_TRUE(sink_.errors.empty()) << sink_.errors.front();
+}
+
+// The keyboard behind three hubs.
+class KeyboardProbeTest : public UdevTestbedTest {
+protected:
+    KeyboardProbeTest() : UdevTestbedTest(test::kKeyboardTestbed) {}
+};
+
+TEST_F(KeyboardProbeTest, EventNodeMatchesThroughTheUsbDeviceAndCarriesItsPortPath) {
+    const std::vector<Instance> instances = firstSnapshot(
+        R"(SUBSYSTEM=="input", KERNEL=="event*", ATTRS{idVendor}=="05f3", ATTRS{idProduct}=="0007")");
+    ASSERT_EQ(instances.size(), 1u);
+    const Instance& keyboard = instances[0];
+    EXPECT_EQ(keyboard.id, test::kKeyboardEvent);
+    ASSERT_EQ(keyboard.nodes.size(), 1u);
+    EXPECT_EQ(keyboard.nodes[0].hostPath, "/dev/input/event5");
+    const std::map<std::string, std::string> expected = {
+        {"UDEV_DEVNODE", "/dev/input/event5"},
+        {"UDEV_DEVPATH", test::kKeyboardEvent},
+        {"USB_VENDOR_ID", "05f3"},
+        {"USB_PRODUCT_ID", "0007"},
+        {"USB_BUSNUM", "1"},
+        {"USB_DEVNUM", "9"},
+        {"USB_PORT_PATH", "1-1.5.4.2"},
+        {"USB_SPEED", "12"},
+        {"USB_CLASS", "00"},
+    };
+    // No serial, manufacturer or product: the keyboard has none (its descriptor names none).
+    EXPECT_EQ(keyboard.properties, expected);
+}
+
+TEST_F(KeyboardProbeTest, ParentFiltersReachEveryHubAboveTheKeyboard) {
+    const std::string event = R"(SUBSYSTEM=="input", KERNEL=="event*", )";
+    struct Case {
+        std::string parentFilters;
+        bool matches;
+    };
+    const Case cases[] = {
+        {R"(KERNELS=="1-1.5.4.2:1.0", DRIVERS=="usbhid")", true},  // the interface
+        {R"(ATTRS{product}=="Kinesis Keyboard Hub")", true},       // the keyboard's own hub, 1-1.5.4
+        {R"(KERNELS=="1-1.5", ATTRS{idVendor}=="17ef")", true},    // the Lenovo hub, two up
+        {R"(KERNELS=="1-1", ATTRS{idProduct}=="0020")", true},     // the rate-matching hub, three up
+        {R"(KERNELS=="1-1.5.4*", ATTRS{speed}=="480")", false},  // the keyboard and its hub run at 12 Mbit/s
+        // Every parent filter must hold on one device: the product id is the keyboard's,
+        // the product string its hub's.
+        {R"(ATTRS{idProduct}=="0007", ATTRS{product}=="Kinesis Keyboard Hub")", false},
+    };
+    for (const Case& c : cases) {
+        const std::vector<Instance> instances = firstSnapshot(event + c.parentFilters);
+        if (c.matches) {
+            ASSERT_EQ(instances.size(), 1u) << c.parentFilters;
+            EXPECT_EQ(instances[0].id, test::kKeyboardEvent) << c.parentFilters;
+            EXPECT_EQ(instances[0].properties.at("USB_PORT_PATH"), "1-1.5.4.2") << c.parentFilters;
+        } else {
+            EXPECT_TRUE(instances.empty()) << c.parentFilters;
+        }
+    }
+}
+
+TEST_F(KeyboardProbeTest, StableIdentityFallsBackToThePortPathWithoutASerial) {
+    const std::vector<Instance> instances = firstSnapshot(
+        R"(SUBSYSTEM=="input", KERNEL=="event*", ATTRS{idVendor}=="05f3")", "stableIdentity: usb\n");
+    ASSERT_EQ(instances.size(), 1u);
+    EXPECT_EQ(instances[0].id, "usb:05f3:0007:port:1-1.5.4.2");
+    EXPECT_EQ(instances[0].properties.at("UDEV_DEVNODE"), "/dev/input/event5");
+    EXPECT_EQ(instances[0].properties.at("UDEV_DEVPATH"), test::kKeyboardEvent);
+}
+
+TEST_F(KeyboardProbeTest, GroupRecursiveMergesTheKeyboardsInterfaceDevicesIntoItsUsbDevice) {
+    // The USB device, its HID interface, the input device and its event node all match; the
+    // interface and the input device have no node and are offered through the USB device.
+    const std::string rule = R"(ATTRS{idVendor}=="05f3", ATTRS{idProduct}=="0007")";
+    std::vector<Instance> instances = firstSnapshot(rule);
+    ASSERT_EQ(instances.size(), 2u);
+    EXPECT_EQ(instances[0].id, test::kKeyboardUsbDevpath);
+    EXPECT_EQ(instances[1].id, test::kKeyboardEvent);
+
+    instances = firstSnapshot(rule, "groupRecursive: true\n");
+    ASSERT_EQ(instances.size(), 1u);
+    const Instance& keyboard = instances[0];
+    EXPECT_EQ(keyboard.id, test::kKeyboardUsbDevpath);
+    EXPECT_EQ(keyboard.properties.at("UDEV_DEVPATH"), test::kKeyboardUsbDevpath);
+    EXPECT_EQ(keyboard.properties.at("UDEV_DEVNODE_0"), "/dev/bus/usb/001/009");
+    EXPECT_EQ(keyboard.properties.at("UDEV_DEVNODE_1"), "/dev/input/event5");
+    EXPECT_EQ(keyboard.properties.count("UDEV_DEVNODE"), 0u);
+    ASSERT_EQ(keyboard.nodes.size(), 2u);
+    EXPECT_EQ(keyboard.properties.at("USB_PORT_PATH"), "1-1.5.4.2");
+}
+
+TEST_F(KeyboardProbeTest, RemovingAHubTwoLevelsUpWithdrawsTheKeyboard) {
+    setRule(R"(SUBSYSTEM=="input", KERNEL=="event*", ATTRS{idVendor}=="05f3")");
+    startProbe();
+    ASSERT_TRUE(runUntilSnapshots(1));
+    ASSERT_EQ(sink_.snapshots[0].size(), 1u);
+    uevent("/devices/pci0000:00/0000:00:1a.0/usb1/1-1/1-1.5", "remove");
+    ASSERT_TRUE(runUntilSnapshots(2));
+    EXPECT_TRUE(sink_.snapshots[1].empty());
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include "tests/probes/usb/testbed_text.h"
+
 namespace devlet::test {
 
 // The webcam behind an Intel hub on an EHCI controller.
@@ -135,23 +137,18 @@ inline std::string webcamDeviceTestbed(const std::string& port = "1-1.2", int de
     std::string text(all.substr(all.find(kWebcamDeviceStart)));
     char number[4];
     std::snprintf(number, sizeof number, "%03d", devnum);
-    const std::pair<std::string, std::string> replacements[] = {
-        {"1-1.2", port},
-        {"bus/usb/001/003", std::string("bus/usb/001/") + number},
-        {"DEVNUM=003", std::string("DEVNUM=") + number},
-        {"A: devnum=3\n", "A: devnum=" + std::to_string(devnum) + "\n"},
-        {"E: MINOR=2\n", "E: MINOR=" + std::to_string(devnum - 1) + "\n"},
-        {"A: dev=189:2\n", "A: dev=189:" + std::to_string(devnum - 1) + "\n"},
-        // A plain file instead of a pty: plugging it a thousand times opens no terminals.
-        {"N: video0\n", "N: video0=00\n"},
-    };
-    for (const auto& [from, to] : replacements) {
-        for (std::size_t at = text.find(from); at != std::string::npos;
-             at = text.find(from, at + to.size())) {
-            text.replace(at, from.size(), to);
-        }
-    }
-    return text;
+    return replacedEach(std::move(text),
+                        {
+                            {"1-1.2", port},
+                            {"bus/usb/001/003", std::string("bus/usb/001/") + number},
+                            {"DEVNUM=003", std::string("DEVNUM=") + number},
+                            {"A: devnum=3\n", "A: devnum=" + std::to_string(devnum) + "\n"},
+                            {"E: MINOR=2\n", "E: MINOR=" + std::to_string(devnum - 1) + "\n"},
+                            {"A: dev=189:2\n", "A: dev=189:" + std::to_string(devnum - 1) + "\n"},
+                            // A plain file instead of a pty: plugging it a thousand times opens
+                            // no terminals.
+                            {"N: video0\n", "N: video0=00\n"},
+                        });
 }
 
 // A second capture node on the webcam's video interface (as recorded, port 1-1.2).
