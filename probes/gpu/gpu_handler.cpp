@@ -4,12 +4,14 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "probes/gpu/gpu_allocation.h"
+#include "probes/gpu/gpu_cards.h"
 #include "probes/gpu/gpu_classifier.h"
 #include "probes/gpu/gpu_details.h"
 #include "probes/gpu/gpu_nfd.h"
@@ -50,8 +52,10 @@ std::vector<std::string> preferGpuSlots(const Configuration& configuration,
     return chooseGpuSlots(request);
 }
 
-// Keeps the offered GPUs of one configuration current: a full sysfs pass at start, after
-// every batch of drm/pci uevents, and on a rare safety-net timer. Lives on the loop thread.
+// Keeps the offered GPUs of one configuration current: a full sysfs pass at start and on a
+// rare safety-net timer; after a batch of drm/pci uevents, a read of the cards the events
+// concern (and their SR-IOV relatives), judged together with the cards kept from earlier
+// reads. Lives on the loop thread.
 class GpuProbe : public Probe {
 public:
     GpuProbe(std::string configuration, GpuDetails details, SysfsRoots roots, boost::asio::io_context& loop,
@@ -93,7 +97,7 @@ private:
             monitorError = events_.open({"drm", "pci"});
             // Armed before the scan: events during it queue up on the socket.
             if (monitorError.empty()) {
-                events_.watch([this](std::vector<udev::UdevDeviceHandle>) { scan(); },
+                events_.watch([this](std::vector<udev::UdevDeviceHandle> devices) { onEvents(devices); },
                               [this](const std::string& message) {
                                   fail("hotplug events stopped (" + message + ")");
                                   scheduleRescan();
@@ -114,7 +118,7 @@ private:
         scheduleRescan();
     }
 
-    // One sysfs pass; reports the snapshot if it changed. False when sysfs is unreadable.
+    // A full sysfs pass; reports the snapshot if it changed. False when sysfs is unreadable.
     bool scan() {
         if (!running_) return false;
         const auto started = std::chrono::steady_clock::now();
@@ -123,13 +127,80 @@ private:
         std::string error;
         if (!scanGpus(roots_, observations, problems, error)) {
             fail(error);
+            scanned_ = false;
             return false;
         }
-        ScanReport report;
+        unreadable_.clear();
+        noteProblems(problems);
+        cards_.assign(std::move(observations));
+        scanned_ = true;
+        publish(started);
+        return true;
+    }
+
+    void onEvents(const std::vector<udev::UdevDeviceHandle>& devices) {
+        if (!running_) return;
+        std::vector<GpuUevent> events;
+        events.reserve(devices.size());
+        for (const udev::UdevDeviceHandle& device : devices) {
+            udev::UdevEventFacts facts = udev::eventFacts(device);
+            events.push_back({std::move(facts.subsystem), std::move(facts.devpath)});
+        }
+        std::optional<std::vector<std::string>> concerned = devicesOfEvents(events);
+        // Without a full pass to build on (sysfs was unreadable), or for an event it cannot
+        // place, everything is read again.
+        if (!scanned_ || !concerned) {
+            scan();
+            return;
+        }
+        reread(*concerned);
+    }
+
+    // Re-reads the cards at or below `devices` (those kept and those sysfs shows there
+    // now) and their SR-IOV relatives, then reports the snapshot if it changed.
+    void reread(const std::vector<std::string>& devices) {
+        const auto started = std::chrono::steady_clock::now();
+        std::set<std::string, CardOrder> cards = cards_.cardsAt(devices);
+        for (const std::string& devpath : devices) {
+            for (std::string& card : cardsOfDevice(roots_, devpath)) cards.insert(std::move(card));
+        }
+        std::vector<GpuObservation> observations;
+        std::vector<GpuScanProblem> problems;
+        readGpus(roots_, {cards.begin(), cards.end()}, observations, problems);
+        // A VF's arrival or departure changes its PF's sriov_numvfs, and with it whether
+        // the PF is offered: the relatives of what was and what is are read too.
+        std::set<std::string, CardOrder> relatives;
+        auto addRelatives = [&](const GpuObservation& gpu) {
+            for (const std::string& card : cards_.relativesOf(gpu)) {
+                if (!cards.contains(card)) relatives.insert(card);
+            }
+        };
+        for (const std::string& card : cards) {
+            if (const GpuObservation* before = cards_.find(card)) addRelatives(*before);
+        }
+        for (const GpuObservation& gpu : observations) addRelatives(gpu);
+        readGpus(roots_, {relatives.begin(), relatives.end()}, observations, problems);
+        cards.insert(relatives.begin(), relatives.end());
+        for (const std::string& card : cards) unreadable_.erase(card);
+        noteProblems(problems);
+        cards_.update(cards, std::move(observations));
+        publish(started);
+    }
+
+    void noteProblems(const std::vector<GpuScanProblem>& problems) {
         for (const GpuScanProblem& problem : problems) {
             log.debug() << configuration_ << ": " << problem.card << " skipped: " << problem.message;
-            report.excluded.push_back({problem.card, "cannot be read: " + problem.message, 1});
+            unreadable_[problem.card] = problem.message;
         }
+    }
+
+    // Judges every kept card; reports the snapshot if it changed, and the pass that
+    // began at `started` with everything it does not offer.
+    void publish(std::chrono::steady_clock::time_point started) {
+        ScanReport report;
+        for (const auto& [card, message] : unreadable_)
+            report.excluded.push_back({card, "cannot be read: " + message, 1});
+        const std::vector<GpuObservation> observations = cards_.observations();
         std::vector<GpuVerdict> verdicts = judgeGpus(observations, details_);
         std::map<std::string, std::string> excluded;
         for (const GpuVerdict& verdict : verdicts) {
@@ -157,7 +228,6 @@ private:
         }
         report.duration = std::chrono::steady_clock::now() - started;
         sink_.reportScan(configuration_, std::move(report));
-        return true;
     }
 
     // Node labels through Node Feature Discovery, where it is installed.
@@ -200,6 +270,9 @@ private:
     GpuDetails details_;
     SysfsRoots roots_;
     ProbeSink& sink_;
+    GpuCards cards_;        // every card as last read
+    bool scanned_ = false;  // cards_ holds a full pass (events may re-read parts of it)
+    std::map<std::string, std::string, CardOrder> unreadable_;  // card -> why it cannot be read
     std::optional<std::vector<Instance>> reported_;
     std::map<std::string, std::string> excluded_;  // PCI address -> why not offered
     std::string failure_;

@@ -38,6 +38,13 @@ struct GpuObservation {
     bool operator==(const GpuObservation&) const = default;
 };
 
+// Card names in the kernel's order: "card9" before "card10".
+struct CardOrder {
+    bool operator()(const std::string& a, const std::string& b) const {
+        return a.size() != b.size() ? a.size() < b.size() : a < b;
+    }
+};
+
 // One card that could not be read: the scan goes on without it.
 struct GpuScanProblem {
     std::string card;

@@ -259,15 +259,21 @@ void readMemoryAndTiles(const SysfsRoots& roots, const fs::path& cardDir, const 
     gpu.localMemoryBytes = queryI915Memory(node, hostPath, gpu.memorySource);
 }
 
-// `byPath`: the names in /dev/dri/by-path, read once per scan.
+// `byPath`: the names in /dev/dri/by-path, read once per scan. nullopt with an empty
+// `problem`: the card is gone.
 std::optional<GpuObservation> readCard(const SysfsRoots& roots, const std::vector<std::string>& byPath,
                                        const std::string& card, std::string& problem) {
     const fs::path sys(roots.sys);
     const fs::path dev(roots.dev);
     GpuObservation gpu;
     gpu.card = card;
+    if (roots.cardRead) roots.cardRead(card);
     // /sys/class/drm/cardN -> ../../devices/pci0000:00/0000:00:02.0/drm/cardN
-    const std::string classLink = linkTarget(sys / "class/drm" / card);
+    const fs::path classEntry = sys / "class/drm" / card;
+    const std::string classLink = linkTarget(classEntry);
+    std::error_code missing;
+    if (classLink.empty() && !fs::exists(fs::symlink_status(classEntry, missing)))
+        return std::nullopt;  // gone
     const std::size_t devices = classLink.find("/devices/");
     if (devices == std::string::npos) {
         problem = "/sys/class/drm/" + card + " does not link into /sys/devices";
@@ -348,20 +354,27 @@ bool scanGpus(const SysfsRoots& roots, std::vector<GpuObservation>& observations
         return false;
     }
     std::vector<std::string> cards = entries(drm, isCardName);
-    // card10 after card9.
-    std::sort(cards.begin(), cards.end(), [](const std::string& a, const std::string& b) {
-        return a.size() != b.size() ? a.size() < b.size() : a < b;
-    });
+    std::sort(cards.begin(), cards.end(), CardOrder());
+    readGpus(roots, cards, observations, problems);
+    return true;
+}
+
+void readGpus(const SysfsRoots& roots, const std::vector<std::string>& cards,
+              std::vector<GpuObservation>& observations, std::vector<GpuScanProblem>& problems) {
+    if (cards.empty()) return;
     const std::vector<std::string> byPath = entries(fs::path(roots.dev) / "dri/by-path", isByPathName);
     for (const std::string& card : cards) {
         std::string problem;
         if (auto gpu = readCard(roots, byPath, card, problem)) {
             observations.push_back(std::move(*gpu));
-        } else {
+        } else if (!problem.empty()) {
             problems.push_back({card, std::move(problem)});
         }
     }
-    return true;
+}
+
+std::vector<std::string> cardsOfDevice(const SysfsRoots& roots, const std::string& devpath) {
+    return entries(fs::path(roots.sys) / fs::path(devpath).relative_path() / "drm", isCardName);
 }
 
 }  // namespace devlet::gpu

@@ -25,7 +25,16 @@ const char* orUnknown(const char* text) {
     return text ? text : "?";
 }
 
+std::string textOf(const char* text) {
+    return text ? text : "";
+}
+
 }  // namespace
+
+UdevEventFacts eventFacts(const UdevDeviceHandle& device) {
+    return {textOf(udev_device_get_action(device.get())), textOf(udev_device_get_subsystem(device.get())),
+            textOf(udev_device_get_devpath(device.get()))};
+}
 
 UdevMonitor::UdevMonitor(boost::asio::io_context& loop, const Log& log) : log_(log), descriptor_(loop) {}
 

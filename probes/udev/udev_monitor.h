@@ -18,6 +18,15 @@
 
 namespace devlet::udev {
 
+// What one event names, as plain values, for a probe that only needs to know which devices
+// an event concerns (the gpu handler re-reads those).
+struct UdevEventFacts {
+    std::string action;     // add, remove, change, bind, unbind, move, ...; empty if unknown
+    std::string subsystem;  // drm, pci, ...
+    std::string devpath;    // without /sys
+};
+UdevEventFacts eventFacts(const UdevDeviceHandle& device);
+
 class UdevMonitor {
 public:
     // Every device read in one wakeup, in the order udev sent them (never empty).

@@ -199,6 +199,38 @@ TEST_F(GpuSysfsTest, SriovPhysicalFunctionCountsItsVirtualFunctionsAndEachVfName
     EXPECT_EQ(virtual1->sriovNumVfs, 0);
 }
 
+TEST_F(GpuSysfsTest, ReadingSomeCardsGivesWhatAFullPassGivesForThemAndNothingForGoneOnes) {
+    add(test::kHd4000Testbed);
+    add(test::pciePort("/devices/pci0000:00/0000:00:01.0"));
+    test::SyntheticGpu gpu;
+    gpu.parent = "/devices/pci0000:00/0000:00:01.0";
+    gpu.address = "0000:03:00.0";
+    gpu.card = 1;
+    gpu.tiles = 2;
+    gpu.vramPerTile = 8589934592ull;
+    add(test::gpuTestbed(gpu));
+    const std::vector<GpuObservation> all = scan();
+    ASSERT_EQ(all.size(), 2u);
+
+    std::vector<GpuObservation> observations;
+    std::vector<GpuScanProblem> problems;
+    std::vector<std::string> reads;
+    SysfsRoots roots;
+    roots.cardRead = [&](const std::string& card) { reads.push_back(card); };
+    // card7 never existed: gone, neither an observation nor a problem.
+    readGpus(roots, {"card1", "card7"}, observations, problems);
+    ASSERT_EQ(observations.size(), 1u);
+    EXPECT_EQ(observations[0], all[1]);
+    EXPECT_TRUE(problems.empty());
+    EXPECT_EQ(reads, (std::vector<std::string>{"card1", "card7"}));
+
+    EXPECT_EQ(cardsOfDevice(roots, "/devices/pci0000:00/0000:00:01.0/0000:03:00.0"),
+              std::vector<std::string>{"card1"});
+    EXPECT_EQ(cardsOfDevice(roots, test::kHd4000Devpath), std::vector<std::string>{"card0"});
+    EXPECT_TRUE(cardsOfDevice(roots, "/devices/pci0000:00/0000:00:01.0").empty());
+    EXPECT_TRUE(cardsOfDevice(roots, "/devices/pci0000:00/0000:00:09.0").empty());
+}
+
 TEST_F(GpuSysfsTest, NoDrmClassMeansNoGpusAndNoError) {
     add(test::pciePort("/devices/pci0000:00/0000:00:01.0"));
     EXPECT_TRUE(scan().empty());
