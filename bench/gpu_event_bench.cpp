@@ -2,7 +2,8 @@
 // switched between xe and vfio-pci (a card handed to a VM and back) and a "bind" uevent
 // sent. Two figures:
 // - probe alone: the gpu probe in this process, from the uevent to its changed snapshot
-//   (event delivery, a full sysfs pass of 16 cards, classification);
+//   (event delivery, a read of the card the event names, classification of all 16), and
+//   how many cards it read per event;
 // - end to end: the real `devlet run`, forked after the testbed exists, from the uevent to
 //   the updated ListAndWatch messages at the kubelet simulator (the card's instance-level
 //   resource and the configuration-level one).
@@ -106,12 +107,19 @@ public:
         return start;
     }
 
-    std::vector<double> probeAlone(int rounds) {
+    struct ProbeAlone {
+        std::vector<double> times;  // ms, uevent -> snapshot
+        double cardReadsPerEvent = 0;
+    };
+
+    ProbeAlone probeAlone(int rounds) {
         setLogLevel(LogLevel::Warning);
         boost::asio::io_context loop;
         TimingSink sink;
         gpu::SysfsRoots roots;
         roots.nfdFeatureDir.clear();
+        int cardReads = 0;
+        roots.cardRead = [&cardReads](const std::string&) { ++cardReads; };
         gpu::GpuHandler handler(roots);
         Configuration configuration;
         configuration.name = "gpus";
@@ -127,19 +135,21 @@ public:
             return sink.snapshots >= snapshots;
         };
         if (!runUntil(1) || sink.count != kGpus) throw std::runtime_error("the probe did not offer 16 GPUs");
-        std::vector<double> times;
+        ProbeAlone result;
+        cardReads = 0;
         for (int round = 0; round < rounds; ++round) {
             const Clock::time_point start = rebind(round % 2 == 0);
             if (!runUntil(sink.snapshots + 1)) throw std::runtime_error("no snapshot after a rebind");
-            times.push_back(ms(sink.at - start));
+            result.times.push_back(ms(sink.at - start));
         }
+        result.cardReadsPerEvent = static_cast<double>(cardReads) / rounds;
         // Leave the card bound to xe for the next part.
         if (rounds % 2 == 1) {
             rebind(false);
             runUntil(sink.snapshots + 1);
         }
         probe->stop();
-        return times;
+        return result;
     }
 
     struct EndToEnd {
@@ -257,11 +267,13 @@ int main(int argc, char** argv) {
         std::printf("gpu hotplug benchmark: devlet %s, %ld CPU(s), %d GPUs (xe, 2 tiles each)\n",
                     devlet::test::DaemonProcess::binary().c_str(), sysconf(_SC_NPROCESSORS_ONLN), kGpus);
 
-        const std::vector<double> probe = bench.probeAlone(options.rounds);
+        const Bench::ProbeAlone alone = bench.probeAlone(options.rounds);
+        const std::vector<double>& probe = alone.times;
         std::printf("\nprobe alone: uevent -> the probe's new snapshot, %zu rebinds\n", probe.size());
         print("p50", percentile(probe, 50), "ms");
         print("p99", percentile(probe, 99), "ms");
         print("max", percentile(probe, 100), "ms");
+        print("cards read per event", alone.cardReadsPerEvent, "");
 
         const Bench::EndToEnd e2e = bench.throughDaemon(options.events);
         std::vector<double> all = e2e.unbind;
