@@ -117,6 +117,11 @@ constexpr std::string_view kTrimEvents =
 constexpr std::string_view kSelectEvents =
     "SELECT id, time_ms, level, subject, message FROM events ORDER BY id DESC LIMIT ?";
 
+// Every table and column this version reads and writes: a file whose schema lacks one is
+// refused when opened rather than failing each write later.
+constexpr std::array<std::string_view, 4> kSchemaReads = {kSelectSlots, kSelectConfigurations,
+                                                          kSelectInstances, kSelectEvents};
+
 struct DatabaseCloser {
     void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 };
@@ -326,6 +331,20 @@ Inspection inspect(const std::string& path, int busyTimeoutMs) {
         return {Verdict::TooNew, "has schema version " + std::to_string(version) +
                                      ", this devlet understands up to " +
                                      std::to_string(Store::kSchemaVersion) + "; refusing to downgrade"};
+    // A file that says it is current but lacks a table or a column (edited by hand, or
+    // restored from a mismatched backup) would fail every write, Allocate included.
+    if (version == Store::kSchemaVersion) {
+        for (std::string_view sql : kSchemaReads) {
+            sqlite3_stmt* statement = nullptr;
+            rc = sqlite3_prepare_v2(db.get(), sql.data(), static_cast<int>(sql.size()), &statement, nullptr);
+            sqlite3_finalize(statement);
+            if ((rc & 0xff) == SQLITE_ERROR)
+                return {Verdict::Unusable, "its tables do not match devlet's schema version " +
+                                               std::to_string(version) + " (" + sqlite3_errmsg(db.get()) +
+                                               ")"};
+            if (rc != SQLITE_OK) return classify(rc, "reading the schema");
+        }
+    }
     return {};
 }
 
@@ -382,6 +401,32 @@ std::string keepCopy(const fs::path& path, std::string& error) {
     return copy.string();
 }
 
+// A -wal file with no state.db beside it (the database moved away, its WAL left behind)
+// holds the last transactions of the database that was moved. SQLite would delete it as
+// stale when the new, empty database opens, so it is renamed aside instead; the -shm index
+// is derived data and rebuilt. False, with error set, when it cannot be moved.
+bool keepOrphanWal(const std::string& path, std::string& error) {
+    std::error_code ec;
+    const fs::path wal = path + "-wal";
+    if (!fs::exists(wal, ec)) return true;
+    auto seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    fs::path kept = path + "-wal.orphan-" + std::to_string(seconds);
+    for (int n = 1; fs::exists(kept, ec) && n < 100; ++n)
+        kept = path + "-wal.orphan-" + std::to_string(seconds) + "." + std::to_string(n);
+    fs::rename(wal, kept, ec);
+    if (ec) {
+        error = "moving the WAL file " + wal.string() + " of a missing " + path +
+                " aside failed: " + ec.message();
+        return false;
+    }
+    fs::remove(path + "-shm", ec);
+    log.warning() << path << " is missing but its WAL file was there; kept aside as " << kept.string()
+                  << ", starting with an empty state";
+    return true;
+}
+
 // state.db, and the WAL and shared-memory files SQLite derives from it, hold
 // which pod has which device: readable by the owner only.
 void restrictMode(const std::string& path) {
@@ -436,15 +481,30 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, std::string& err
 }
 
 std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptions& options,
-                                   std::string& error) {
+                                   std::string& error, StoreProblem* problem) {
+    auto refuse = [&](StoreProblem kind, std::string message) -> std::unique_ptr<Store> {
+        error = std::move(message);
+        if (problem) *problem = kind;
+        return nullptr;
+    };
+    if (problem) *problem = StoreProblem::None;
     std::error_code ec;
     if (!fs::is_directory(stateDir, ec)) {
         if (fs::create_directories(stateDir, ec))
             fs::permissions(stateDir, fs::perms::owner_all, fs::perm_options::replace, ec);
-        if (ec) {
-            error = "state store: cannot create state directory " + stateDir + ": " + ec.message();
-            return nullptr;
-        }
+        if (ec)
+            return refuse(StoreProblem::Passing,
+                          "state store: cannot create state directory " + stateDir + ": " + ec.message());
+    }
+    // Said plainly here: SQLite would only report that it is "unable to open database file".
+    if (::access(stateDir.c_str(), W_OK) != 0) {
+        if (errno == EROFS)
+            return refuse(StoreProblem::Passing,
+                          "state store: state directory " + stateDir +
+                              " is on a read-only file system; devlet records there which pod holds which "
+                              "slot before it offers any");
+        return refuse(StoreProblem::Passing, "state store: cannot write to state directory " + stateDir +
+                                                 ": " + std::strerror(errno));
     }
     const std::string path = (fs::path(stateDir) / "state.db").string();
 
@@ -452,15 +512,15 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
     // files the database file's mode. O_EXCL: never truncate what is there.
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0) {
-        if (errno != ENOENT) {
-            error = "state store: cannot read " + path + ": " + std::strerror(errno);
-            return nullptr;
-        }
+        if (errno != ENOENT)
+            return refuse(StoreProblem::Passing,
+                          "state store: cannot read " + path + ": " + std::strerror(errno));
+        if (std::string walError; !keepOrphanWal(path, walError))
+            return refuse(StoreProblem::Passing, "state store: " + walError);
         int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0 && errno != EEXIST) {
-            error = "state store: cannot create " + path + ": " + std::strerror(errno);
-            return nullptr;
-        }
+        if (fd < 0 && errno != EEXIST)
+            return refuse(StoreProblem::Passing,
+                          "state store: cannot create " + path + ": " + std::strerror(errno));
         if (fd >= 0) ::close(fd);
     }
 
@@ -469,18 +529,18 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
         case Verdict::Usable:
             break;
         case Verdict::TooNew:
-            error = "state store: " + path + " " + inspection.reason;
-            return nullptr;
+            return refuse(StoreProblem::Lasting, "state store: " + path + " " + inspection.reason);
         case Verdict::Unreadable:
-            error = "state store: refusing to use " + path + ": " + inspection.reason;
-            return nullptr;
+            return refuse(StoreProblem::Passing,
+                          "state store: refusing to use " + path + ": " + inspection.reason);
         case Verdict::Unusable: {
             std::string copyError;
             std::string copy = keepCopy(path, copyError);
-            error = "state store: refusing to use " + path + ": " + inspection.reason + "; " +
-                    (copy.empty() ? copyError : "a copy is kept at " + copy) +
-                    ". Move the file away to start with an empty state (held slots are then forgotten).";
-            return nullptr;
+            return refuse(StoreProblem::Lasting,
+                          "state store: refusing to use " + path + ": " + inspection.reason + "; " +
+                              (copy.empty() ? copyError : "a copy is kept at " + copy) +
+                              ". Move the file away to start with an empty state (held slots are then "
+                              "forgotten).");
         }
     }
     restrictMode(path);
@@ -489,44 +549,33 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
     // NOMUTEX: the store lives on the loop thread only.
     int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
     DatabaseHandle db(raw);
-    if (rc != SQLITE_OK) {
-        error =
-            "state store: opening " + path + " failed: " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc));
-        return nullptr;
-    }
+    if (rc != SQLITE_OK)
+        return refuse(StoreProblem::Passing, "state store: opening " + path + " failed: " +
+                                                 (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
     sqlite3_extended_result_codes(db.get(), 1);
     sqlite3_busy_timeout(db.get(), options.busyTimeoutMs);
 
     std::int64_t unused = 0;
     std::string journalMode;
-    if (querySingle(db.get(), "PRAGMA journal_mode = WAL", unused, &journalMode) != SQLITE_OK) {
-        error = failure(db.get(), "switching " + path + " to WAL").error();
-        return nullptr;
-    }
-    if (journalMode != "wal") {
-        error = "state store: switching " + path + " to WAL failed: journal mode stays " + journalMode +
-                " (does the file system support shared memory?)";
-        return nullptr;
-    }
+    if (querySingle(db.get(), "PRAGMA journal_mode = WAL", unused, &journalMode) != SQLITE_OK)
+        return refuse(StoreProblem::Passing, failure(db.get(), "switching " + path + " to WAL").error());
+    if (journalMode != "wal")
+        return refuse(StoreProblem::Lasting, "state store: switching " + path +
+                                                 " to WAL failed: journal mode stays " + journalMode +
+                                                 " (does the file system support shared memory?)");
     // WAL with synchronous=NORMAL does not fsync on commit: a committed slot
     // survives a process crash (kill -9, OOM) because it is in the WAL file the
     // kernel already has. Power loss may drop the last transactions, which is
     // harmless: after a reboot the kubelet re-runs Allocate for every container and
     // a re-offer through the same resource is accepted. It keeps Allocate fast.
-    if (sqlite3_exec(db.get(), "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr) != SQLITE_OK) {
-        error = failure(db.get(), "setting synchronous mode").error();
-        return nullptr;
-    }
+    if (sqlite3_exec(db.get(), "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr) != SQLITE_OK)
+        return refuse(StoreProblem::Passing, failure(db.get(), "setting synchronous mode").error());
     // The state of a node with a thousand devices is a few hundred KiB; SQLite's default
     // page cache (2 MiB) would only hold more of the same in the daemon's memory.
-    if (sqlite3_exec(db.get(), "PRAGMA cache_size = -256", nullptr, nullptr, nullptr) != SQLITE_OK) {
-        error = failure(db.get(), "setting the page cache size").error();
-        return nullptr;
-    }
-    if (auto outcome = migrate(db.get(), path); !outcome) {
-        error = outcome.error();
-        return nullptr;
-    }
+    if (sqlite3_exec(db.get(), "PRAGMA cache_size = -256", nullptr, nullptr, nullptr) != SQLITE_OK)
+        return refuse(StoreProblem::Passing, failure(db.get(), "setting the page cache size").error());
+    if (auto outcome = migrate(db.get(), path); !outcome)
+        return refuse(StoreProblem::Passing, outcome.error());
     return std::unique_ptr<Store>(new Store(db.release()));
 }
 

@@ -397,6 +397,80 @@ TEST_F(StoreTest, NewerSchemaVersionIsRefused) {
     EXPECT_TRUE(corruptCopies().empty());
 }
 
+TEST_F(StoreTest, TablesThatDoNotMatchTheSchemaVersionAreRefusedAndCopiedAside) {
+    openStore().reset();
+    runSql(dbPath_, "ALTER TABLE slots DROP COLUMN pod_namespace;");
+    const std::string before = readFile(dbPath_);
+
+    std::string error;
+    StoreProblem problem = StoreProblem::None;
+    EXPECT_EQ(Store::open(stateDir_.string(), {}, error, &problem), nullptr);
+    EXPECT_NE(error.find("its tables do not match devlet's schema version " +
+                         std::to_string(Store::kSchemaVersion) + " (no such column: pod_namespace)"),
+              std::string::npos)
+        << error;
+    EXPECT_EQ(problem, StoreProblem::Lasting);
+    EXPECT_EQ(readFile(dbPath_), before);
+    EXPECT_EQ(corruptCopies().size(), 1u);
+
+    fs::remove_all(stateDir_);
+    openStore().reset();
+    runSql(dbPath_, "DROP TABLE events;");
+    EXPECT_EQ(Store::open(stateDir_.string(), error), nullptr);
+    EXPECT_NE(error.find("(no such table: events)"), std::string::npos) << error;
+}
+
+TEST_F(StoreTest, RefusalSaysWhetherTryingAgainCanHelp) {
+    fs::create_directories(stateDir_);
+    writeFile(dbPath_, "not a database");
+    std::string error;
+    StoreProblem problem = StoreProblem::None;
+    EXPECT_EQ(Store::open(stateDir_.string(), {}, error, &problem), nullptr);
+    EXPECT_EQ(problem, StoreProblem::Lasting) << error;
+    fs::remove(dbPath_);
+
+    // A lock another process holds goes away again.
+    openStore().reset();
+    sqlite3* other = nullptr;
+    ASSERT_EQ(sqlite3_open(dbPath_.c_str(), &other), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+    EXPECT_EQ(Store::open(stateDir_.string(), {.busyTimeoutMs = 50}, error, &problem), nullptr);
+    EXPECT_EQ(problem, StoreProblem::Passing) << error;
+    EXPECT_NE(error.find("locked"), std::string::npos) << error;
+    sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(other);
+    EXPECT_NE(Store::open(stateDir_.string(), {}, error, &problem), nullptr) << error;
+    EXPECT_EQ(problem, StoreProblem::None);
+}
+
+// state.db moved away, its -wal left behind: it holds the moved database's last
+// transactions, and SQLite would delete it when the new, empty database opens.
+TEST_F(StoreTest, WalWithoutItsDatabaseIsKeptAsideNotReplayed) {
+    std::string wal;
+    {
+        auto store = openStore();
+        ASSERT_NE(store, nullptr);
+        std::vector<StoredSlot> many;
+        for (int i = 0; i < 50; ++i) many.push_back(slot("cams-" + std::to_string(i), 0, "akri.sh/cams"));
+        ASSERT_TRUE(store->holdSlots(many));
+        wal = readFile(stateDir_ / "state.db-wal");
+    }
+    ASSERT_FALSE(wal.empty());
+    fs::rename(dbPath_, root_.path() / "moved-away.db");
+    writeFile(stateDir_ / "state.db-wal", wal);
+
+    auto store = openStore();
+    ASSERT_NE(store, nullptr);
+    EXPECT_TRUE(store->slots().empty());
+    std::vector<fs::path> kept;
+    for (const auto& entry : fs::directory_iterator(stateDir_)) {
+        if (entry.path().filename().string().starts_with("state.db-wal.orphan-"))
+            kept.push_back(entry.path());
+    }
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_EQ(readFile(kept[0]), wal);
+}
+
 // Another process holding the write lock (an operator's sqlite3 shell in a
 // transaction) makes a write fail rather than wait forever; reads go on.
 TEST_F(StoreTest, LockedDatabaseMakesHoldSlotsFailUntilReleased) {
