@@ -15,6 +15,9 @@ namespace devlet {
 namespace {
 constexpr Log log{"daemon"};
 
+// How often devlet tries again to open a state store it cannot write.
+constexpr std::chrono::seconds kStoreRetry{2};
+
 // Whether a configuration change needs a new probe (discovery itself changed).
 bool sameDiscovery(const Configuration& a, const Configuration& b) {
     return a.handler == b.handler && a.discoveryDetails == b.discoveryDetails &&
@@ -29,21 +32,81 @@ Daemon::Daemon(Settings settings, HandlerRegistry& handlers)
       host_(loop_, watch_, settings_.devicePluginDir),
       signals_(loop_),
       reloadTimer_(loop_),
+      storeTimer_(loop_),
       graceTimer_(loop_),
       watchdogTimer_(loop_) {}
 
 Daemon::~Daemon() = default;
 
 int Daemon::run() {
-    std::string error;
-    store_ = Store::open(settings_.stateDir, error);
-    if (!store_) {
-        log.error() << error;
-        return 1;
-    }
     startedAtMs_ = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
+    signals_.add(SIGTERM);
+    signals_.add(SIGINT);
+    signals_.add(SIGHUP);
+    std::function<void(boost::system::error_code, int)> onSignal =
+        [this, &onSignal](boost::system::error_code ec, int signal) {
+            if (ec) return;
+            if (signal == SIGHUP) {
+                log.info() << "SIGHUP: reloading configurations";
+                if (inventory_) reloadConfigurations();
+                signals_.async_wait(onSignal);
+                return;
+            }
+            log.info() << "shutting down (" << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ")";
+            shutdown();
+        };
+    signals_.async_wait(onSignal);
+    startWatchdog();
+
+    std::string error;
+    StoreProblem problem = StoreProblem::None;
+    store_ = Store::open(settings_.stateDir, StoreOptions{}, error, &problem);
+    if (store_) {
+        serve();
+    } else if (problem == StoreProblem::Passing) {
+        waitForStore(error);
+    } else {
+        log.error() << error;
+        return 1;
+    }
+    loop_.run();
+    return exitCode_;
+}
+
+void Daemon::waitForStore(const std::string& error) {
+    // Offering devices without being able to record who holds them could give a slot
+    // twice after a restart, so nothing is offered until state.db can be written. A
+    // read-only or full file system is often fixed without restarting devlet, and systemd
+    // would give up after a few quick restarts.
+    if (error != storeError_) {
+        log.error() << error << "; no device is offered until it can be written, trying again every "
+                    << kStoreRetry.count() << " s";
+        sd_notify(0, ("STATUS=" + error + "; no device is offered until it can be written").c_str());
+    }
+    storeError_ = error;
+    notifyReadyOnce();  // running, and saying why it offers nothing: systemd must not loop it
+    storeTimer_.expires_after(kStoreRetry);
+    storeTimer_.async_wait([this](boost::system::error_code ec) {
+        if (ec || stopping_) return;
+        std::string error;
+        StoreProblem problem = StoreProblem::None;
+        store_ = Store::open(settings_.stateDir, StoreOptions{}, error, &problem);
+        if (store_) {
+            log.info() << "state store " << settings_.stateDir << " can be written again";
+            serve();
+        } else if (problem == StoreProblem::Passing) {
+            waitForStore(error);
+        } else {
+            log.error() << error;
+            exitCode_ = 1;
+            shutdown();
+        }
+    });
+}
+
+void Daemon::serve() {
     inventory_ =
         std::make_unique<Inventory>(settings_.nodeName, settings_.resourceDomain, store_.get(), host_);
     inventory_->setHandlers(handlers_);
@@ -54,23 +117,6 @@ int Daemon::run() {
     host_.onAllRegistered = [this] { updateStatus(); };
     log.info() << "devlet " << DEVLET_VERSION << " on node " << settings_.nodeName << "; configurations in "
                << settings_.confDir << ", state in " << settings_.stateDir;
-
-    signals_.add(SIGTERM);
-    signals_.add(SIGINT);
-    signals_.add(SIGHUP);
-    std::function<void(boost::system::error_code, int)> onSignal =
-        [this, &onSignal](boost::system::error_code ec, int signal) {
-            if (ec) return;
-            if (signal == SIGHUP) {
-                log.info() << "SIGHUP: reloading configurations";
-                reloadConfigurations();
-                signals_.async_wait(onSignal);
-                return;
-            }
-            log.info() << "shutting down (" << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ")";
-            shutdown();
-        };
-    signals_.async_wait(onSignal);
 
     watch_.watchDirectory(settings_.confDir,
                           IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE,
@@ -117,10 +163,7 @@ int Daemon::run() {
     // Ready once the first discovery pass is in and the plugins are served: a kubelet
     // that is slow to answer (or a stale kubelet.sock) must not hold `systemctl start`.
     notifyReadyOnce();
-    startWatchdog();
     updateStatus();
-    loop_.run();
-    return 0;
 }
 
 void Daemon::shutdown() {
@@ -133,6 +176,7 @@ void Daemon::shutdown() {
     if (podResources_) podResources_->stop();
     if (statusServer_) statusServer_->stop();
     reloadTimer_.cancel();
+    storeTimer_.cancel();
     graceTimer_.cancel();
     watchdogTimer_.cancel();
     signals_.cancel();

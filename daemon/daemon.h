@@ -42,6 +42,11 @@ public:
     std::vector<status::StatusEvent> recentEvents(std::size_t limit) override;
 
 private:
+    // Everything after the state store opened: configurations, probes, plugins, status.
+    void serve();
+    // The store cannot be written yet (read-only or full file system, a lock): offers
+    // nothing and tries again on a timer.
+    void waitForStore(const std::string& error);
     void reloadConfigurations();
     void scheduleReload();
     void restartProbes(const std::vector<Configuration>& configurations);
@@ -79,6 +84,7 @@ private:
     std::int64_t startedAtMs_ = 0;
     boost::asio::signal_set signals_;
     boost::asio::steady_timer reloadTimer_;
+    boost::asio::steady_timer storeTimer_;
     boost::asio::steady_timer graceTimer_;
     boost::asio::steady_timer watchdogTimer_;
     std::map<std::string, std::vector<Configuration>> lastGood_;  // by file: what the file last said validly
@@ -89,6 +95,8 @@ private:
     std::string lastStatus_;
     std::shared_ptr<const status::StatusSnapshot> snapshot_;  // the last one handed out
     StatusKey snapshotKey_;
+    std::string storeError_;  // why the store could not be opened yet
+    int exitCode_ = 0;
     std::chrono::microseconds watchdogInterval_{0};
     bool ready_ = false;
     bool stopping_ = false;
