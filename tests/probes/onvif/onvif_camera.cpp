@@ -48,6 +48,9 @@ struct Options {
     bool bye = false;       // a Bye on SIGTERM (implied by --hello)
     int answerDelayMs = 0;  // WS-Discovery's APP_MAX_DELAY: answers to a multicast Probe wait up to this
     bool answerProbes = true;
+    // Every Nth GetSystemDateAndTime (the liveness check) fails with a SOAP fault: a
+    // camera that answers one check and misses the next. 0: all are answered.
+    int failEvery = 0;
     // Created once the sockets are up; holds "hello <ns>" (CLOCK_MONOTONIC when the Hello
     // left, 0 without one) and gets "bye <ns>" appended when the Bye leaves: benchmarks time
     // from these.
@@ -318,6 +321,9 @@ int __wsdd__Bye(struct soap*, struct wsdd__ByeType*) {
 
 int __tds__GetSystemDateAndTime(struct soap* soap, struct _tds__GetSystemDateAndTime*,
                                 struct _tds__GetSystemDateAndTimeResponse* response) {
+    static int calls = 0;
+    if (options.failEvery > 0 && ++calls % options.failEvery == 0)
+        return soap_receiver_fault(soap, "Busy", nullptr);
     const std::time_t now = std::chrono::system_clock::to_time_t(cameraNow());
     std::tm utc{};
     gmtime_r(&now, &utc);
@@ -472,6 +478,8 @@ int main(int argc, char** argv) {
             options.answerDelayMs = std::atoi(value().c_str());
         else if (arg == "--no-probe-answers")
             options.answerProbes = false;
+        else if (arg == "--fail-every")
+            options.failEvery = std::atoi(value().c_str());
         else if (arg == "--hostile")
             options.hostile = value();
         else if (arg == "--ready-file")
@@ -482,7 +490,7 @@ int main(int argc, char** argv) {
                          "[--name N] [--user U "
                          "--password P]\n"
                          "  [--mac M] [--clock-offset S] [--hello] [--bye] [--answer-delay-ms N] "
-                         "[--no-probe-answers]\n"
+                         "[--no-probe-answers] [--fail-every N]\n"
                          "  [--hostile MODE] "
                          "[--ready-file F]\n";
             return 2;
