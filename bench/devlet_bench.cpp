@@ -1,6 +1,7 @@
 // devlet's core capability under load: the real daemon offers N debugEcho instances with
-// capacity C each (N instance-level resources + 1 configuration-level resource) to the
-// kubelet simulator over real unix-socket gRPC. Prints the time from daemon start to every
+// capacity C each, in one or more configurations (N instance-level resources + one
+// configuration-level resource per configuration), to the kubelet simulator over real
+// unix-socket gRPC. Prints the time from daemon start to every
 // plugin registered, Allocate latency, device change to ListAndWatch latency, kubelet
 // restart to every plugin registered again, and the daemon's peak RSS. Figures only: it
 // never fails because a figure misses its target.
@@ -43,12 +44,13 @@ using namespace std::chrono_literals;
 
 constexpr const char* kDomain = "akri.sh";
 constexpr const char* kNode = "test-node";  // DaemonProcess runs devlet with this node name
-constexpr const char* kBig = "bench";       // the N-instance configuration
+constexpr const char* kBig = "bench";       // the N instances' configuration, or their name prefix
 constexpr const char* kToggle = "toggle";   // one instance whose availability is toggled
 constexpr auto kWait = 30s;                 // a phase that takes this long has failed
 
 struct Options {
     int instances = 1000;
+    int configurations = 1;  // the N instances spread over this many configurations
     int capacity = 4;
     int allocations = 500;  // this many through instance resources, as many through the CL one
     int toggles = 200;
@@ -114,19 +116,31 @@ public:
         kubelet_.onListAndWatch(
             [this](const std::string& resource, const v1beta1::ListAndWatchResponse& response,
                    Clock::time_point receivedAt) { tracker_.observe(resource, response, receivedAt); });
+        for (int c = 0; c < options_.configurations; ++c) {
+            configurationNames_.push_back(options_.configurations == 1
+                                              ? std::string(kBig)
+                                              : std::string(kBig) + "-" + std::to_string(c));
+        }
+        descriptions_.resize(configurationNames_.size());
         for (int i = 0; i < options_.instances; ++i) {
             char description[32];
             std::snprintf(description, sizeof description, "dev-%04d", i);
-            descriptions_.push_back(description);
-            instances_.push_back(instanceName(kBig, instanceHash(description, kNode, false)));
+            const auto c = static_cast<std::size_t>(i % options_.configurations);
+            descriptions_[c].push_back(description);
+            instances_.push_back(
+                instanceName(configurationNames_[c], instanceHash(description, kNode, false)));
+            configurationOf_.push_back(configurationNames_[c]);
         }
         toggleInstance_ = instanceName(kToggle, instanceHash("toggle-device", kNode, false));
         tree_ = dir_.path().string();
         runningTree = tree_.c_str();
         // The model of what each resource lists; updated as the benchmark allocates.
         const auto cap = static_cast<std::size_t>(options_.capacity);
-        for (const auto& instance : instances_) model_[resourceOf(instance)] = {cap, cap};
-        model_[resourceOf(kBig)] = {cap * instances_.size(), cap * instances_.size()};
+        for (std::size_t i = 0; i < instances_.size(); ++i) {
+            model_[resourceOf(instances_[i])] = {cap, cap};
+            model_[resourceOf(configurationOf_[i])].devices += cap;
+            model_[resourceOf(configurationOf_[i])].healthy += cap;
+        }
     }
 
     ~Run() {
@@ -184,9 +198,11 @@ private:
 
     // Daemon start -> every plugin registered, and -> every device list received.
     void startup() {
-        test::writeFile(
-            daemon_.confDir() / "bench.yaml",
-            echoConfiguration(kBig, descriptions_, options_.capacity, dir_.path() / "bench-available"));
+        for (std::size_t c = 0; c < configurationNames_.size(); ++c) {
+            test::writeFile(daemon_.confDir() / (configurationNames_[c] + ".yaml"),
+                            echoConfiguration(configurationNames_[c], descriptions_[c], options_.capacity,
+                                              dir_.path() / "bench-available"));
+        }
         if (!kubelet_.start()) fail("the kubelet simulator cannot listen");
         tracker_.expect(bigModel(), Clock::now());
         const std::size_t plugins = model_.size();
@@ -220,7 +236,6 @@ private:
         if (options_.capacity < 2) fail("--capacity must be at least 2 (slot 0 via IL, slot 1 via CL)");
         const int count = std::min(options_.allocations, options_.instances);
         std::vector<double> il, cl, shown;
-        const std::string clResource = resourceOf(kBig);
         const double daemonCpu = cpuMs(daemon_.pid());
         auto allocate = [&](const std::string& pod, const std::string& resource, const std::string& slot,
                             const std::string& other, std::vector<double>& samples) {
@@ -235,6 +250,7 @@ private:
         for (int i = 0; i < count; ++i) {
             const std::string& instance = instances_[static_cast<std::size_t>(i)];
             const std::string ilResource = resourceOf(instance);
+            const std::string clResource = resourceOf(configurationOf_[static_cast<std::size_t>(i)]);
             allocate("il-" + std::to_string(i), ilResource, slotId(instance, 0), clResource, il);
             allocate("cl-" + std::to_string(i), clResource, slotId(instance, 1), ilResource, cl);
         }
@@ -346,8 +362,10 @@ private:
     test::TempDir dir_;
     test::DaemonProcess daemon_;
     test::KubeletSimulator kubelet_;
-    std::vector<std::string> descriptions_;
+    std::vector<std::string> configurationNames_;
+    std::vector<std::vector<std::string>> descriptions_;  // by configuration
     std::vector<std::string> instances_;
+    std::vector<std::string> configurationOf_;  // by instance
     std::string toggleInstance_;
     std::string tree_;                          // dir_'s path, for the signal handler
     std::map<std::string, WantedState> model_;  // the big configuration's resources
@@ -357,19 +375,22 @@ private:
 Options parseOptions(int argc, char** argv) {
     Options options;
     const std::map<std::string, int*> flags = {
-        {"--instances", &options.instances},     {"--capacity", &options.capacity},
-        {"--allocations", &options.allocations}, {"--toggles", &options.toggles},
-        {"--bursts", &options.bursts},           {"--runs", &options.runs},
+        {"--instances", &options.instances}, {"--configurations", &options.configurations},
+        {"--capacity", &options.capacity},   {"--allocations", &options.allocations},
+        {"--toggles", &options.toggles},     {"--bursts", &options.bursts},
+        {"--runs", &options.runs},
     };
     if (const std::string wrong = parseNumberFlags(argc, argv, flags); !wrong.empty()) {
-        throw std::invalid_argument(std::string("usage: devlet_bench [--instances N] [--capacity N] ") +
-                                    "[--allocations N] [--toggles N] [--bursts N] [--runs N] (at " + wrong +
-                                    ")");
+        throw std::invalid_argument(
+            std::string("usage: devlet_bench [--instances N] [--configurations N] ") + "[--capacity N] " +
+            "[--allocations N] [--toggles N] [--bursts N] [--runs N] (at " + wrong + ")");
     }
     for (const auto& [name, value] : flags) {
         if (*value < 0 || (name != "--bursts" && *value == 0))
             throw std::invalid_argument(name + " must be positive");
     }
+    if (options.configurations > options.instances)
+        throw std::invalid_argument("--configurations must not exceed --instances");
     return options;
 }
 
@@ -409,27 +430,33 @@ int main(int argc, char** argv) {
     signal(SIGTERM, cleanUpAndExit);
     try {
         const Options options = parseOptions(argc, argv);
-        // The simulator holds a descriptor per plugin too; devlet raises its own limit.
+        // devlet holds two descriptors per plugin (its listening socket and the kubelet's
+        // connection) and can raise its soft limit only as far as the hard limit it inherits
+        // from here; the simulator holds a descriptor per plugin too.
+        const rlim_t needed = 2 * (static_cast<rlim_t>(options.instances + options.configurations) + 1) + 64;
         rlimit files{};
         getrlimit(RLIMIT_NOFILE, &files);
+        if (files.rlim_max < 2 * needed) {
+            // Root may raise the hard limit (10,000 plugins need more than many defaults).
+            rlimit raised{2 * needed, 2 * needed};
+            if (setrlimit(RLIMIT_NOFILE, &raised) == 0) files = raised;
+        }
         if (files.rlim_cur < files.rlim_max) {
             files.rlim_cur = files.rlim_max;
             setrlimit(RLIMIT_NOFILE, &files);
         }
-        std::printf("devlet benchmark: %d debugEcho instances x capacity %d, %d run(s)\n", options.instances,
-                    options.capacity, options.runs);
+        std::printf(
+            "devlet benchmark: %d debugEcho instances in %d configuration(s) x capacity %d, %d run(s)\n",
+            options.instances, options.configurations, options.capacity, options.runs);
         std::printf("devlet: %s; %ld CPU(s); open-file limit %llu (hard %llu)\n",
                     devlet::test::DaemonProcess::binary().c_str(), sysconf(_SC_NPROCESSORS_ONLN),
                     static_cast<unsigned long long>(files.rlim_cur),
                     static_cast<unsigned long long>(files.rlim_max));
-        // devlet holds two descriptors per plugin (its listening socket and the kubelet's
-        // connection) and can raise its soft limit only as far as this hard limit.
-        const rlim_t needed = 2 * (static_cast<rlim_t>(options.instances) + 2) + 64;
         if (files.rlim_cur < needed) {
             std::printf(
                 "warning: an open-file limit of %llu is too low for %d plugins; devlet and the "
                 "simulator will fail to serve some (ulimit -Hn %llu or more)\n",
-                static_cast<unsigned long long>(files.rlim_cur), options.instances + 1,
+                static_cast<unsigned long long>(files.rlim_cur), options.instances + options.configurations,
                 static_cast<unsigned long long>(needed));
         }
         std::fflush(stdout);
