@@ -124,7 +124,9 @@ void Daemon::serve() {
     reloadConfigurations();
     inventory_->restoreSlots();
 
-    host_.start();
+    // The plugins are registered once PodResources has answered (or failed) for the first
+    // time: a slot a running pod holds but state.db does not (state moved away, commits a
+    // power loss took) is adopted first, and so never offered to a second pod.
     podResources_ = std::make_unique<plugin::PodResourcesClient>(
         loop_, settings_.podResourcesSocket, settings_.podResourcesInterval,
         [this](std::vector<PodDevice> held) {
@@ -133,6 +135,7 @@ void Daemon::serve() {
             log.debug() << "PodResources: " << held.size() << " device(s) held by pods";
             inventory_->reconcilePods(held, settings_.slotReleaseGrace);
             armGraceTimer();
+            servePlugins();
             updateStatus();
         },
         [this](const std::string& message) {
@@ -145,6 +148,7 @@ void Daemon::serve() {
                     << message << "; held slots stay held until it answers";
             }
             podResourcesError_ = message;
+            servePlugins();
             updateStatus();
         });
     podResources_->start();
@@ -160,10 +164,16 @@ void Daemon::serve() {
         log.info() << "status page at http://" << statusServer_->endpoint() << "/";
     }
 
+    updateStatus();
+}
+
+void Daemon::servePlugins() {
+    if (pluginsServed_ || stopping_) return;
+    pluginsServed_ = true;
+    host_.start();
     // Ready once the first discovery pass is in and the plugins are served: a kubelet
     // that is slow to answer (or a stale kubelet.sock) must not hold `systemctl start`.
     notifyReadyOnce();
-    updateStatus();
 }
 
 void Daemon::shutdown() {

@@ -47,6 +47,8 @@ private:
     // The store cannot be written yet (read-only or full file system, a lock): offers
     // nothing and tries again on a timer.
     void waitForStore(const std::string& error);
+    // Starts the kubelet plugins, once: after the first PodResources answer or failure.
+    void servePlugins();
     void reloadConfigurations();
     void scheduleReload();
     void restartProbes(const std::vector<Configuration>& configurations);
@@ -99,6 +101,7 @@ private:
     int exitCode_ = 0;
     std::chrono::microseconds watchdogInterval_{0};
     bool ready_ = false;
+    bool pluginsServed_ = false;
     bool stopping_ = false;
 };
 

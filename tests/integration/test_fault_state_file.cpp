@@ -5,6 +5,7 @@
 // nothing is given twice.
 
 #include <filesystem>
+#include <mutex>
 
 #include <sqlite3.h>
 
@@ -20,6 +21,25 @@ constexpr const char* kCl = "akri.sh/cams";
 constexpr const char* kFoo0 = "akri.sh/cams-8120fe";
 constexpr const char* kFoo1 = "akri.sh/cams-a19705";
 const std::vector<std::string> kResources = {kCl, kFoo0, kFoo1};
+
+// The first device list each resource sent: slot -> health.
+class FirstLists {
+public:
+    void observe(const std::string& resource, const v1beta1::ListAndWatchResponse& response) {
+        std::lock_guard lock(mutex_);
+        if (lists_.count(resource)) return;
+        auto& list = lists_[resource];
+        for (const auto& device : response.devices()) list[device.id()] = device.health();
+    }
+    std::map<std::string, std::map<std::string, std::string>> lists() const {
+        std::lock_guard lock(mutex_);
+        return lists_;
+    }
+
+private:
+    mutable std::mutex mutex_;
+    std::map<std::string, std::map<std::string, std::string>> lists_;
+};
 
 class StateFileTest : public DaemonTest {
 protected:
@@ -106,14 +126,29 @@ TEST_F(StateFileTest, MovedAwayStateIsTakenBackFromTheKubeletWithoutGivingASlotT
 
     // What the message says to do.
     fs::rename(database(), daemon_->stateDir() / "state.db.mine");
+    auto first = std::make_shared<FirstLists>();
+    kubelet_->onListAndWatch(
+        [first](const std::string& resource, const v1beta1::ListAndWatchResponse& response) {
+            first->observe(resource, response);
+        });
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
     ASSERT_TRUE(kubelet_->waitFor([&] { return allRegistered(*kubelet_, kResources); }, 20s))
         << daemon_->log();
-    // Every slot a pod holds is adopted from PodResources, through the resource that holds it.
+    EXPECT_TRUE(daemon_->waitForLog("was not recorded; adopted", 10s));
+    // Every slot a pod holds was adopted from PodResources before the plugins registered:
+    // not even the first list the kubelet got offered it to another pod.
+    for (const auto& [slot, list] : holds(*kubelet_)) {
+        for (const std::string& resource : kResources) {
+            auto lists = first->lists();
+            if (resource == list.front().resource || !lists[resource].count(slot)) continue;
+            EXPECT_EQ(lists[resource][slot], "Unhealthy")
+                << "slot " << slot << " held through " << list.front().resource
+                << " was offered in the first list of " << resource;
+        }
+    }
     EXPECT_EQ(waitForAgreement(*kubelet_, kResources, Agreement::Exact, 30s), std::vector<std::string>{})
         << daemon_->log();
-    EXPECT_TRUE(daemon_->waitForLog("was not recorded; adopted", 10s));
     EXPECT_FALSE(kubelet_->allocate("default", "pod-c", "main", kCl, 2).ok) << "only one free slot is left";
     EXPECT_TRUE(kubelet_->allocate("default", "pod-d", "main", kCl, 1).ok);
     EXPECT_EQ(givenTwice(*kubelet_), std::vector<std::string>{});
