@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
-#include <filesystem>
 #include <map>
 
 #include <arpa/inet.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include "runtime/kubelet_layout.h"
 #include "runtime/log.h"
 #include "runtime/naming.h"
 #include "runtime/strict_yaml.h"
@@ -37,29 +37,6 @@ const std::vector<std::string> kKubeletKeys = {"devicePluginDir", "podResourcesS
                                                "podResourcesIntervalSeconds", "slotReleaseGraceSeconds"};
 const std::vector<std::string> kStatusKeys = {"listen"};
 const std::vector<std::string> kLogKeys = {"level"};
-
-// The kubelet hard-codes its registration socket here on kubeadm, k3s and MicroK8s alike
-// (kubernetes#120626: the device manager ignores --root-dir).
-constexpr const char* kDevicePluginDir = "/var/lib/kubelet/device-plugins";
-constexpr const char* kPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock";
-// MicroK8s runs the kubelet with --root-dir=$SNAP_COMMON/var/lib/kubelet, and the
-// pod-resources socket follows the root dir.
-constexpr const char* kMicroK8sPodResourcesSocket =
-    "/var/snap/microk8s/common/var/lib/kubelet/pod-resources/kubelet.sock";
-constexpr const char* kMicroK8sSnap = "/var/snap/microk8s";
-// Rootless k3s (kubelet root under the user's home) is out of scope: device plugins are
-// not expected to work in a user namespace.
-
-std::string rooted(const std::string& root, const char* path) {
-    std::string prefix = root;
-    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-    return prefix + path;
-}
-
-bool exists(const std::string& path) {
-    std::error_code ec;
-    return std::filesystem::exists(path, ec);
-}
 
 std::string resourceDomainProblem(std::string_view domain) {
     if (std::string problem = domainProblem(domain); !problem.empty()) return problem;
@@ -245,20 +222,6 @@ std::string listenProblem(std::string_view listen) {
     return {};
 }
 
-std::string detectDevicePluginDir(const std::string& root) {
-    return rooted(root, kDevicePluginDir);
-}
-
-std::string detectPodResourcesSocket(const std::string& root) {
-    for (const char* candidate : {kPodResourcesSocket, kMicroK8sPodResourcesSocket}) {
-        std::string path = rooted(root, candidate);
-        if (exists(path)) return path;
-    }
-    // No kubelet yet: guess the one that will come, so devlet waits at the right path.
-    if (exists(rooted(root, kMicroK8sSnap))) return rooted(root, kMicroK8sPodResourcesSocket);
-    return rooted(root, kPodResourcesSocket);
-}
-
 LoadedSettings parseSettings(const std::string& text, const std::string& fileName) {
     LoadedSettings out;
     SettingsParser parser(fileName, out);
@@ -316,8 +279,22 @@ LoadedSettings loadSettings(const SettingsOverrides& overrides) {
             s.nodeName = *hostName;
         }
     }
-    if (s.devicePluginDir.empty()) s.devicePluginDir = detectDevicePluginDir();
-    if (s.podResourcesSocket.empty()) s.podResourcesSocket = detectPodResourcesSocket();
+    std::string rootProblem;
+    const std::string root = detectionRoot(rootProblem);
+    if (!rootProblem.empty()) out.problems.push_back({"environment", 0, rootProblem});
+    const KubeletLayout layout = detectKubeletLayout(root);
+    s.kubeletDistribution = layout.distribution;
+    s.kubeletLayout = layout.description;
+    if (s.devicePluginDir.empty()) {
+        s.devicePluginDir = layout.devicePluginDir;
+    } else {
+        s.kubeletLayout += "; device-plugin dir set in the settings";
+    }
+    if (s.podResourcesSocket.empty()) {
+        s.podResourcesSocket = layout.podResourcesSocket;
+    } else {
+        s.kubeletLayout += "; PodResources socket set in the settings";
+    }
     return out;
 }
 

@@ -18,6 +18,10 @@ struct Settings {
     std::string confDir = "/etc/devlet/conf.d";
     std::string devicePluginDir;     // default: detected (kubeadm, k3s, MicroK8s)
     std::string podResourcesSocket;  // default: detected
+    // The detected kubelet layout (KubeletLayout::distribution and ::description), and
+    // which of the two paths the settings set instead; for `devlet status` and the log.
+    std::string kubeletDistribution;
+    std::string kubeletLayout;
     std::string listen = "127.0.0.1:9797";
     std::string logLevel = "info";
     std::chrono::milliseconds podResourcesInterval{5000};
@@ -46,11 +50,6 @@ inline constexpr const char* kDefaultSettingsFile = "/etc/devlet/devlet.yaml";
 // A missing default settings file means all defaults; a missing explicit one is an error.
 LoadedSettings loadSettings(const SettingsOverrides& overrides);
 LoadedSettings parseSettings(const std::string& text, const std::string& fileName);
-
-// Kubelet paths for kubeadm, k3s and MicroK8s (the device-plugin dir is fixed at
-// /var/lib/kubelet/device-plugins; pod-resources follows the kubelet's root dir).
-std::string detectDevicePluginDir(const std::string& root = "");
-std::string detectPodResourcesSocket(const std::string& root = "");
 
 // "ADDRESS:PORT" with an IPv4 address or a bracketed IPv6 one ("[::1]:9797");
 // returns why not, or empty.

@@ -1,12 +1,14 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "runtime/kubelet_layout.h"
 #include "runtime/settings.h"
 #include "tests/support/temp_dir.h"
 
@@ -261,43 +263,59 @@ TEST(LoadSettings, KubeletPathsDetectedWhenUnset) {
     overrides.configFile = dir.file("devlet.yaml", "nodeName: a\n");
     auto loaded = loadSettings(overrides);
     ASSERT_TRUE(loaded.problems.empty()) << allMessages(loaded);
-    EXPECT_EQ(loaded.settings.devicePluginDir, detectDevicePluginDir());
-    EXPECT_EQ(loaded.settings.podResourcesSocket, detectPodResourcesSocket());
+    const KubeletLayout layout = detectKubeletLayout();
+    EXPECT_EQ(loaded.settings.devicePluginDir, layout.devicePluginDir);
+    EXPECT_EQ(loaded.settings.podResourcesSocket, layout.podResourcesSocket);
+    EXPECT_EQ(loaded.settings.kubeletDistribution, layout.distribution);
+    EXPECT_EQ(loaded.settings.kubeletLayout, layout.description);
 }
 
-TEST(Detection, DevicePluginDirIsFixedForEveryDistribution) {
-    EXPECT_EQ(detectDevicePluginDir(), "/var/lib/kubelet/device-plugins");
+// DEVLET_HOST_ROOT moves detection into a fake root; this test program runs its tests
+// one after another, so setting the variable for one test is safe.
+class HostRootEnvironment {
+public:
+    explicit HostRootEnvironment(const std::string& root) { ::setenv("DEVLET_HOST_ROOT", root.c_str(), 1); }
+    ~HostRootEnvironment() { ::unsetenv("DEVLET_HOST_ROOT"); }
+};
+
+TEST(LoadSettings, KubeletPathsDetectedBelowTheHostRoot) {
     TempDir root;
     root.dir("var/snap/microk8s");
-    EXPECT_EQ(detectDevicePluginDir(root.path()), root.path().string() + "/var/lib/kubelet/device-plugins");
-    EXPECT_EQ(detectDevicePluginDir(root.path().string() + "/"),
-              root.path().string() + "/var/lib/kubelet/device-plugins");
-}
-
-TEST(Detection, KubeadmAndK3sPodResourcesSocketFound) {
-    TempDir root;
-    std::string socket = root.file("var/lib/kubelet/pod-resources/kubelet.sock");
     root.file("var/snap/microk8s/common/var/lib/kubelet/pod-resources/kubelet.sock");
-    EXPECT_EQ(detectPodResourcesSocket(root.path()), socket);
-}
-
-TEST(Detection, MicroK8sPodResourcesSocketFound) {
-    TempDir root;
-    std::string socket = root.file("var/snap/microk8s/common/var/lib/kubelet/pod-resources/kubelet.sock");
-    EXPECT_EQ(detectPodResourcesSocket(root.path()), socket);
-}
-
-TEST(Detection, MicroK8sSnapPreferredBeforeKubeletStarts) {
-    TempDir root;
-    root.dir("var/snap/microk8s");
-    EXPECT_EQ(detectPodResourcesSocket(root.path()),
+    HostRootEnvironment environment(root.path());
+    SettingsOverrides overrides;
+    overrides.configFile = root.file("devlet.yaml", "nodeName: a\n");
+    auto loaded = loadSettings(overrides);
+    ASSERT_TRUE(loaded.problems.empty()) << allMessages(loaded);
+    EXPECT_EQ(loaded.settings.kubeletDistribution, "microk8s");
+    EXPECT_EQ(loaded.settings.devicePluginDir, root.path().string() + "/var/lib/kubelet/device-plugins");
+    EXPECT_EQ(loaded.settings.podResourcesSocket,
               root.path().string() + "/var/snap/microk8s/common/var/lib/kubelet/pod-resources/kubelet.sock");
 }
 
-TEST(Detection, UpstreamPathWhenNothingExists) {
-    TempDir root;
-    EXPECT_EQ(detectPodResourcesSocket(root.path()),
-              root.path().string() + "/var/lib/kubelet/pod-resources/kubelet.sock");
+TEST(LoadSettings, ExplicitKubeletPathsAreNamedInTheLayout) {
+    TempDir dir;
+    SettingsOverrides overrides;
+    overrides.configFile = dir.file("devlet.yaml", "nodeName: a\nkubelet:\n  devicePluginDir: /srv/dp\n");
+    overrides.podResourcesSocket = "/srv/pr.sock";
+    auto loaded = loadSettings(overrides);
+    ASSERT_TRUE(loaded.problems.empty()) << allMessages(loaded);
+    EXPECT_EQ(loaded.settings.devicePluginDir, "/srv/dp");
+    EXPECT_EQ(loaded.settings.podResourcesSocket, "/srv/pr.sock");
+    EXPECT_NE(loaded.settings.kubeletLayout.find("device-plugin dir set in the settings"), std::string::npos);
+    EXPECT_NE(loaded.settings.kubeletLayout.find("PodResources socket set in the settings"),
+              std::string::npos);
+}
+
+TEST(LoadSettings, RelativeHostRootIsRefused) {
+    HostRootEnvironment environment("fake-root");
+    TempDir dir;
+    SettingsOverrides overrides;
+    overrides.configFile = dir.file("devlet.yaml", "nodeName: a\n");
+    auto loaded = loadSettings(overrides);
+    EXPECT_NE(allMessages(loaded).find("DEVLET_HOST_ROOT \"fake-root\" must be an absolute path"),
+              std::string::npos)
+        << allMessages(loaded);
 }
 
 }  // namespace
