@@ -117,6 +117,8 @@ void Daemon::serve() {
     host_.onAllRegistered = [this] { updateStatus(); };
     log.info() << "devlet " << DEVLET_VERSION << " on node " << settings_.nodeName << "; configurations in "
                << settings_.confDir << ", state in " << settings_.stateDir;
+    log.info() << "kubelet layout: " << settings_.kubeletLayout << "; device plugins in "
+               << settings_.devicePluginDir << ", PodResources at " << settings_.podResourcesSocket;
 
     watch_.watchDirectory(settings_.confDir,
                           IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE,
@@ -436,6 +438,8 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
             break;
     }
     k.kubeletSocket = host_.kubeletSocket();
+    k.distribution = settings_.kubeletDistribution;
+    k.layout = settings_.kubeletLayout;
     k.devicePluginDir = settings_.devicePluginDir;
     k.podResourcesSocket = settings_.podResourcesSocket;
     k.podResourcesError = podResourcesError_;

@@ -93,6 +93,9 @@ void printStatus(const json::object& doc) {
     if (!field(kubelet, "podResourcesError").empty())
         std::cout << "; PodResources: " << field(kubelet, "podResourcesError");
     std::cout << "\n";
+    std::cout << "kubelet paths: " << field(kubelet, "layout")
+              << "\n  device plugins: " << field(kubelet, "devicePluginDir")
+              << "\n  PodResources:   " << field(kubelet, "podResourcesSocket") << "\n";
     const bool ready =
         summary.if_contains("ready") && summary.at("ready").is_bool() && summary.at("ready").as_bool();
     std::cout << "ready: " << (ready ? "yes" : "no");

@@ -241,6 +241,8 @@ json::object kubeletJson(const StatusSnapshot& s, const json::storage_ptr& sp) {
     json::object o(sp);
     o["state"] = kubeletStateName(s.kubelet.state);
     o["kubeletSocket"] = s.kubelet.kubeletSocket;
+    o["distribution"] = s.kubelet.distribution;
+    o["layout"] = s.kubelet.layout;
     o["devicePluginDir"] = s.kubelet.devicePluginDir;
     o["podResourcesSocket"] = s.kubelet.podResourcesSocket;
     o["podResourcesError"] = stringOrNull(s.kubelet.podResourcesError, sp);

@@ -77,6 +77,8 @@ struct KubeletStatus {
     enum class State { Waiting, Registering, Connected };
     State state = State::Waiting;
     std::string kubeletSocket;
+    std::string distribution;  // detected layout: "microk8s", "k3s", "kubeadm", "unknown"
+    std::string layout;        // the same for people, with the links followed
     std::string devicePluginDir;
     std::string podResourcesSocket;
     std::string podResourcesError;  // empty = answering (or not asked yet)
