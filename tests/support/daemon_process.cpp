@@ -26,25 +26,55 @@ std::string DaemonProcess::binary() {
     return path ? path : "devlet";
 }
 
+namespace {
+
+// The process's environment plus `extra` ("NAME=value"; a name given again replaces it).
+std::vector<std::string> environmentWith(const std::vector<std::string>& extra) {
+    std::vector<std::string> all;
+    for (char** e = environ; *e; ++e) {
+        const std::string entry = *e;
+        const std::string name = entry.substr(0, entry.find('=') + 1);
+        bool replaced = false;
+        for (const auto& x : extra) replaced = replaced || x.rfind(name, 0) == 0;
+        if (!replaced) all.push_back(entry);
+    }
+    all.insert(all.end(), extra.begin(), extra.end());
+    return all;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& strings) {
+    std::vector<char*> out;
+    for (auto& s : strings) out.push_back(s.data());
+    out.push_back(nullptr);
+    return out;
+}
+
+}  // namespace
+
 void DaemonProcess::start(const std::vector<std::string>& extra) {
     std::vector<std::string> args = {binary(), "run", "--config", settingsFile().string(), "--node-name",
                                      "test-node", "--state-dir", stateDir().string(), "--conf-dir",
-                                     confDir().string(), "--device-plugin-dir", devicePluginDir().string(),
-                                     "--pod-resources-socket", podResourcesSocket().string(), "--log-level",
-                                     "debug",
+                                     confDir().string(), "--log-level", "debug",
                                      // Tests run side by side: a free port each, unless a test
                                      // names one (the last --listen wins).
                                      "--listen", "127.0.0.1:0"};
+    std::vector<std::string> environment;
+    if (hostRoot_.empty()) {
+        args.insert(args.end(), {"--device-plugin-dir", devicePluginDir().string(), "--pod-resources-socket",
+                                 podResourcesSocket().string()});
+    } else {
+        environment.push_back("DEVLET_HOST_ROOT=" + hostRoot_.string());
+    }
     args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<std::string> env = environmentWith(environment);
+    std::vector<char*> argv = pointers(args);
+    std::vector<char*> envp = pointers(env);
     const int logFd = ::open(logFile().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     pid_ = fork();
     if (pid_ == 0) {
         dup2(logFd, 2);
         dup2(logFd, 1);
-        std::vector<char*> argv;
-        for (auto& arg : args) argv.push_back(arg.data());
-        argv.push_back(nullptr);
-        execv(argv[0], argv.data());
+        execve(argv[0], argv.data(), envp.data());
         _exit(127);
     }
     ::close(logFd);
@@ -74,19 +104,25 @@ bool DaemonProcess::waitForLog(const std::string& text, std::chrono::millisecond
 }
 
 CommandResult runDevlet(const std::vector<std::string>& args) {
+    std::vector<std::string> all = {DaemonProcess::binary()};
+    all.insert(all.end(), args.begin(), args.end());
+    return runProgram(all);
+}
+
+CommandResult runProgram(const std::vector<std::string>& command,
+                         const std::vector<std::string>& environment) {
     int fds[2];
     if (pipe(fds) != 0) return {};
+    std::vector<std::string> args = command;
+    std::vector<std::string> env = environmentWith(environment);
+    std::vector<char*> argv = pointers(args);
+    std::vector<char*> envp = pointers(env);
     const pid_t pid = fork();
     if (pid == 0) {
         dup2(fds[1], 1);
         dup2(fds[1], 2);
         ::close(fds[0]);
-        std::vector<std::string> all = {DaemonProcess::binary()};
-        all.insert(all.end(), args.begin(), args.end());
-        std::vector<char*> argv;
-        for (auto& arg : all) argv.push_back(arg.data());
-        argv.push_back(nullptr);
-        execv(argv[0], argv.data());
+        execve(argv[0], argv.data(), envp.data());
         _exit(127);
     }
     ::close(fds[1]);

@@ -32,6 +32,9 @@ public:
 
     // Starts `devlet run` with every path pointing into root (extra args appended).
     void start(const std::vector<std::string>& extra = {});
+    // From now on, start() leaves the kubelet paths to devlet's detection below hostRoot
+    // (DEVLET_HOST_ROOT) instead of pointing them into root.
+    void detectKubeletPathsBelow(std::filesystem::path hostRoot) { hostRoot_ = std::move(hostRoot); }
     // Sends a signal and waits for the exit; returns the exit status (or 128 + signal).
     int stop(int signal = 15);
     void kill9() { stop(9); }
@@ -45,6 +48,7 @@ public:
 
 private:
     std::filesystem::path root_;
+    std::filesystem::path hostRoot_;  // empty: kubelet paths given on the command line
     pid_t pid_ = -1;
 };
 
@@ -54,5 +58,9 @@ struct CommandResult {
     std::string output;  // stdout and stderr together
 };
 CommandResult runDevlet(const std::vector<std::string>& args);
+// Runs argv[0] (a path) to completion with the test's environment plus `environment`
+// ("NAME=value" each); returns its exit code and output.
+CommandResult runProgram(const std::vector<std::string>& argv,
+                         const std::vector<std::string>& environment = {});
 
 }  // namespace devlet::test
