@@ -13,7 +13,6 @@
 #include <map>
 #include <set>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include <umockdev.h>
@@ -47,24 +46,7 @@ class GpuKubeletTest : public DaemonTest {
 protected:
     void SetUp() override {
         testbed_ = umockdev_testbed_new();
-        // Sockets 0 and 1, each with a host bridge, two PCIe ports and two Arc cards (i915).
-        int card = 0;
-        for (const auto& [root, bus, numa] :
-             {std::tuple{"pci0000:00", "00", 0}, std::tuple{"pci0000:80", "80", 1}}) {
-            for (int port = 1; port <= 2; ++port) {
-                const std::string portPath =
-                    std::string("/devices/") + root + "/0000:" + bus + ":0" + std::to_string(port) + ".0";
-                SyntheticGpu gpu;
-                gpu.parent = portPath;
-                gpu.address =
-                    "0000:" + std::string(numa == 0 ? "0" : "8") + std::to_string(3 + port) + ":00.0";
-                gpu.device = "0x56a0";
-                gpu.driver = "i915";
-                gpu.card = card++;
-                gpu.numaNode = numa;
-                add(pciePort(portPath) + gpuTestbed(gpu));
-            }
-        }
+        for (const std::string& gpu : fourArcGpusOnTwoNumaNodes()) add(gpu);
         DaemonTest::SetUp();
     }
     void TearDown() override {

@@ -6,6 +6,8 @@
 // with GPUs on two NUMA nodes, an SR-IOV physical function with two virtual functions.
 
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace devlet::test {
 
@@ -129,6 +131,30 @@ inline std::string gpuTestbed(const SyntheticGpu& gpu) {
 // A PCIe root port on a host bridge, the parent of a discrete card.
 inline std::string pciePort(const std::string& devpath) {
     return pciFunction(devpath, "0x8086", "0x7ab8", "0x060400", "pcieport", "");
+}
+
+// A two-socket machine: sockets 0 and 1 (NUMA nodes 0 and 1), each with a host bridge, two
+// PCIe ports and an Arc card (0x56a0, i915) behind each port: card0 and card1 on node 0,
+// card2 and card3 on node 1. One description per card, with its port.
+inline std::vector<std::string> fourArcGpusOnTwoNumaNodes() {
+    std::vector<std::string> descriptions;
+    int card = 0;
+    for (const auto& [root, bus, numa] :
+         {std::tuple{"pci0000:00", "00", 0}, std::tuple{"pci0000:80", "80", 1}}) {
+        for (int port = 1; port <= 2; ++port) {
+            const std::string portPath =
+                std::string("/devices/") + root + "/0000:" + bus + ":0" + std::to_string(port) + ".0";
+            SyntheticGpu gpu;
+            gpu.parent = portPath;
+            gpu.address = "0000:" + std::string(numa == 0 ? "0" : "8") + std::to_string(3 + port) + ":00.0";
+            gpu.device = "0x56a0";
+            gpu.driver = "i915";
+            gpu.card = card++;
+            gpu.numaNode = numa;
+            descriptions.push_back(pciePort(portPath) + gpuTestbed(gpu));
+        }
+    }
+    return descriptions;
 }
 
 }  // namespace devlet::test

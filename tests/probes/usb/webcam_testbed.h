@@ -170,4 +170,26 @@ inline std::string webcamUsbDevpath(const std::string& port = "1-1.2") {
     return "/devices/pci0000:00/0000:00:1a.0/usb1/1-1/" + port;
 }
 
+// Another webcam of the same model for a machine with several: plugged into hub port
+// `port` with USB device number `devnum` as webcamDeviceTestbed() does, its capture node
+// /dev/video<video>, and its own serial number (the recorded one with its last digit
+// replaced by `video`), as two webcams of one model have.
+inline std::string anotherWebcamTestbed(const std::string& port, int devnum, int video) {
+    std::string text = webcamDeviceTestbed(port, devnum);
+    const std::string number = std::to_string(video);
+    const std::pair<std::string, std::string> replacements[] = {
+        {"video0", "video" + number},
+        {"E: MINOR=0\n", "E: MINOR=" + number + "\n"},
+        {"A: dev=81:0\n", "A: dev=81:" + number + "\n"},
+        {"73BD39DF", "73BD39D" + number},
+    };
+    for (const auto& [from, to] : replacements) {
+        for (std::size_t at = text.find(from); at != std::string::npos;
+             at = text.find(from, at + to.size())) {
+            text.replace(at, from.size(), to);
+        }
+    }
+    return text;
+}
+
 }  // namespace devlet::test
