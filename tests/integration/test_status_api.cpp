@@ -47,6 +47,10 @@ protected:
         ASSERT_TRUE(waitForDevices(kCl, 4));
         ASSERT_TRUE(waitForDevices(kFoo0, 2));
         ASSERT_TRUE(waitForDevices(kFoo1, 2));
+        // The kubelet reads a plugin's devices before its Register call returns to devlet,
+        // so registrations may still be completing here; the tests expect them done.
+        ASSERT_TRUE(eventually(
+            [&] { return get("/api/v1/status")["kubelet"].at("state").as_string() == "connected"; }));
     }
     json::object get(const std::string& target) {
         const status::HttpAnswer answer = httpGet(port_, target);
