@@ -219,10 +219,10 @@ struct Admission {
 
 class ExamplesTest : public DaemonTest {
 protected:
-    // Copies the example's devlet/*.yaml into the conf dir, onvif ones with `cameras`
+    // Copies the example's conf.d/*.yaml into the conf dir, onvif ones with `cameras`
     // stand-in cameras.
     void install(const std::string& example, int cameras = 0) {
-        const auto files = filesIn(deployment(example) / "devlet", ".yaml");
+        const auto files = filesIn(deployment(example) / "conf.d", ".yaml");
         ASSERT_FALSE(files.empty()) << example;
         for (const fs::path& file : files) {
             std::string text = readFile(file);
@@ -290,7 +290,7 @@ TEST_F(ExamplesTest, EveryExampleHasValidConfigurationsAndManifests) {
     EXPECT_EQ(names, (std::vector<std::string>{"any-free-camera", "broker-per-camera", "camera-pool",
                                                "gpu-and-cameras", "intel-gpu-dlstreamer"}));
     for (const std::string& example : names) {
-        const auto configurations = filesIn(deployment(example) / "devlet", ".yaml");
+        const auto configurations = filesIn(deployment(example) / "conf.d", ".yaml");
         ASSERT_FALSE(configurations.empty()) << example;
         std::vector<std::string> check = {"config", "check"};
         for (const fs::path& file : configurations) {
