@@ -523,7 +523,7 @@ ParsedConfigurations parseConfigurations(const std::string& text, const std::str
     ParsedConfigurations out;
     std::vector<YAML::Node> documents;
     try {
-        documents = YAML::LoadAll(text);
+        documents = yaml::loadAll(text);
     } catch (const YAML::Exception& e) {
         out.problems.push_back(
             {fileName, e.mark.line >= 0 ? e.mark.line + 1 : 0, "YAML syntax error: " + e.msg});

@@ -226,7 +226,7 @@ LoadedSettings parseSettings(const std::string& text, const std::string& fileNam
     LoadedSettings out;
     SettingsParser parser(fileName, out);
     try {
-        std::vector<YAML::Node> documents = YAML::LoadAll(text);
+        std::vector<YAML::Node> documents = yaml::loadAll(text);
         std::vector<YAML::Node> nonEmpty;
         for (const auto& document : documents) {
             if (!document.IsNull()) nonEmpty.push_back(document);

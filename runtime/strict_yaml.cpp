@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <sstream>
 
 #include <fcntl.h>
 #include <unistd.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 namespace devlet::yaml {
 
@@ -28,7 +31,52 @@ std::size_t editDistance(std::string_view a, std::string_view b) {
     return d[a.size()][b.size()];
 }
 
+// Where each document starts, and nothing else of it.
+class DocumentStarts : public YAML::EventHandler {
+public:
+    void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                    YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+
+    YAML::Mark start = YAML::Mark::null_mark();
+};
+
+// yaml-cpp 0.7 (Debian 12's) takes a token that cannot start a node (',' at the top
+// level) as an empty document without consuming it, so the next document starts at the
+// same place, forever (jbeder/yaml-cpp#1040, fixed after 0.8.0). A dry run over the
+// events finds that and reports it where it is.
+void requireProgress(const std::string& text) {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts documents;
+    std::optional<int> previous;
+    while (parser.HandleNextDocument(documents)) {
+        if (previous && *previous == documents.start.pos)
+            throw YAML::ParserException(documents.start,
+                                        "unexpected ',' or other character where a value should start");
+        previous = documents.start.pos;
+    }
+}
+
 }  // namespace
+
+YAML::Node load(const std::string& text) {
+    requireProgress(text);
+    return YAML::Load(text);
+}
+
+std::vector<YAML::Node> loadAll(const std::string& text) {
+    requireProgress(text);
+    return YAML::LoadAll(text);
+}
 
 std::optional<std::string> readText(const std::string& path, int& error) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -97,7 +145,7 @@ std::optional<Mapping> readDetails(const std::string& text, const std::string& h
                                    const Report& report) {
     YAML::Node root;
     try {
-        root = YAML::Load(text);
+        root = load(text);
     } catch (const YAML::Exception& e) {
         report(e.mark.line >= 0 ? e.mark.line + 1 : 0, "discoveryDetails is not valid YAML: " + e.msg);
         return std::nullopt;

@@ -19,6 +19,12 @@ namespace devlet::yaml {
 // missing default file as empty).
 std::optional<std::string> readText(const std::string& path, int& error);
 
+// YAML::Load and YAML::LoadAll, but a text yaml-cpp 0.7 cannot start a document in (a
+// stray ',' at the top level) is a YAML::ParserException at that place: LoadAll would
+// loop forever taking memory, and Load would take the text as an empty document.
+YAML::Node load(const std::string& text);
+std::vector<YAML::Node> loadAll(const std::string& text);
+
 // The 1-based line of a node, or fallback where yaml-cpp has no mark.
 int lineOf(const YAML::Node& node, int fallback);
 

@@ -57,7 +57,7 @@ Outcome CredentialStore::parse(const std::string& text, const std::string& where
     store = CredentialStore();
     YAML::Node root;
     try {
-        root = YAML::Load(text);
+        root = yaml::load(text);
     } catch (const YAML::Exception& e) {
         // The position only: yaml-cpp's message can quote the text, which holds passwords.
         return Outcome::failure(where + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML");

@@ -154,7 +154,7 @@ OnvifDetails parseOnvifDetails(const std::string& text, std::vector<DetailsProbl
     // Akri's handler runs with no details at all; so does devlet's.
     if (text.find_first_not_of(" \t\r\n") == std::string::npos) return details;
     try {
-        if (YAML::Load(text).IsNull()) return details;
+        if (yaml::load(text).IsNull()) return details;
     } catch (const YAML::Exception&) {
         // readDetails reports it with its line.
     }

@@ -460,6 +460,26 @@ TEST_F(ConfigurationTest, BadYamlReportsLine) {
     EXPECT_EQ(badIndent.problems[0].line, 2);
 }
 
+// yaml-cpp 0.7's LoadAll loops forever, taking memory, on a stray ',' where a document
+// starts (found by fuzz/fuzz_configuration): the file is refused with the line instead.
+TEST_F(ConfigurationTest, StrayCommaIsSyntaxErrorNotEndlessLoop) {
+    auto parsed = parse(",x");
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].line, 1);
+    EXPECT_NE(parsed.problems[0].message.find("YAML syntax error"), std::string::npos);
+
+    auto later = parse(document("good", "") + "---\n  ,\n");
+    ASSERT_EQ(later.problems.size(), 1u);
+    EXPECT_GT(later.problems[0].line, 1);
+    EXPECT_TRUE(later.configurations.empty());
+}
+
+TEST_F(ConfigurationTest, CheckedLoadRefusesStrayComma) {
+    EXPECT_THROW(yaml::load(","), YAML::ParserException);
+    EXPECT_EQ(yaml::loadAll("a: 1\n---\nb: 2\n").size(), 2u);
+    EXPECT_TRUE(yaml::load("").IsNull());
+}
+
 TEST_F(ConfigurationTest, UndefinedAliasIsProblemNotException) {
     auto parsed = parse("apiVersion: *missing\n");
     ASSERT_EQ(parsed.problems.size(), 1u);

@@ -148,6 +148,13 @@ TEST(ParseSettings, BadYamlReportsLine) {
     EXPECT_NE(loaded.problems[0].message.find("YAML syntax error"), std::string::npos);
 }
 
+// yaml-cpp 0.7 would loop forever here (found by fuzz/fuzz_configuration).
+TEST(ParseSettings, StrayCommaIsSyntaxErrorNotEndlessLoop) {
+    auto loaded = parseSettings("nodeName: a\n---\n,\n", "devlet.yaml");
+    ASSERT_FALSE(loaded.problems.empty());
+    EXPECT_NE(loaded.problems[0].message.find("YAML syntax error"), std::string::npos);
+}
+
 TEST(ParseSettings, MoreThanOneDocumentRejected) {
     auto loaded = parseSettings("nodeName: a\n---\nnodeName: b\n", "devlet.yaml");
     ASSERT_EQ(loaded.problems.size(), 1u);
