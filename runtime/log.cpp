@@ -31,7 +31,7 @@ bool logEnabled(LogLevel level) {
     return static_cast<int>(level) <= currentLevel.load();
 }
 
-LogLine::LogLine(LogLevel level, std::string_view category) : enabled_(logEnabled(level)), level_(level) {
+LogLine::LogLine(LogLevel level, std::string_view category) : enabled_(logEnabled(level)) {
     if (enabled_) stream_ << '<' << static_cast<int>(level) << '>' << category << ": ";
 }
 

@@ -29,7 +29,6 @@ public:
 
 private:
     bool enabled_;
-    LogLevel level_;
     std::ostringstream stream_;
 };
 

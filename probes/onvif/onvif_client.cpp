@@ -1,6 +1,8 @@
 #include "probes/onvif/onvif_client.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <ctime>
 #include <memory>
 #include <mutex>
@@ -27,9 +29,53 @@ struct SoapDeleter {
 };
 using SoapPtr = std::unique_ptr<struct soap, SoapDeleter>;
 
-SoapPtr newContext(const QueryOptions& options) {
+// QueryOptions::playback: every connection a context opens gets the next answer, and
+// a call on a kept-alive connection opens a new one, so each call reads one answer.
+struct Playback {
+    const std::vector<std::string>* answers = nullptr;
+    std::size_t next = 0;
+    std::string_view unread;  // of the open connection's answer
+};
+
+SOAP_SOCKET playbackOpen(struct soap* soap, const char*, const char*, int) {
+    auto& playback = *static_cast<Playback*>(soap->user);
+    if (playback.next == playback.answers->size()) {
+        soap->error = SOAP_TCP_ERROR;
+        return SOAP_INVALID_SOCKET;
+    }
+    playback.unread = (*playback.answers)[playback.next++];
+    return 0;  // valid to gSOAP; no call reaches a real socket
+}
+
+size_t playbackRead(struct soap* soap, char* into, size_t size) {
+    auto& playback = *static_cast<Playback*>(soap->user);
+    const std::size_t count = std::min(size, playback.unread.size());
+    std::memcpy(into, playback.unread.data(), count);
+    playback.unread.remove_prefix(count);
+    return count;
+}
+
+void usePlayback(struct soap* soap, Playback& playback) {
+    soap->user = &playback;
+    soap->fopen = playbackOpen;
+    soap->frecv = playbackRead;
+    soap->fsend = [](struct soap*, const char*, size_t) { return int(SOAP_OK); };
+    soap->fpoll = [](struct soap*) { return int(SOAP_EOF); };
+    soap->fclose = [](struct soap* s) {
+        s->socket = SOAP_INVALID_SOCKET;
+        return int(SOAP_OK);
+    };
+    soap->fclosesocket = [](struct soap*, SOAP_SOCKET) { return int(SOAP_OK); };
+    soap->fshutdownsocket = [](struct soap*, SOAP_SOCKET, int) { return int(SOAP_OK); };
+}
+
+SoapPtr newContext(const QueryOptions& options, Playback& playback) {
     SoapPtr soap(soap_new1(SOAP_C_UTFSTRING | SOAP_IO_KEEPALIVE));
     soap_set_namespaces(soap.get(), namespaces);
+    if (options.playback) {
+        playback.answers = options.playback;
+        usePlayback(soap.get(), playback);
+    }
     applyLimits(soap.get(), options.maxAnswerBytes);
     const int usec = -int(std::chrono::duration_cast<std::chrono::microseconds>(options.timeout).count());
     soap->connect_timeout = usec;
@@ -99,6 +145,18 @@ bool isAuthFault(struct soap* soap) {
     return false;
 }
 
+std::string text(const char* value, std::size_t limit = 256) {
+    if (!value) return "";
+    std::string s = value;
+    if (s.size() > limit) s.resize(limit);
+    // Values become container environment, log lines and the status page: no control
+    // characters (a newline would forge a log line).
+    for (char& c : s) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+    }
+    return s;
+}
+
 std::string describeError(struct soap* soap, const char* operation) {
     std::string text = std::string(operation) + " failed";
     if (soap->error == SOAP_TCP_ERROR) return text + ": no connection";
@@ -106,23 +164,8 @@ std::string describeError(struct soap* soap, const char* operation) {
     if (soap->error == SOAP_SSL_ERROR) return text + ": TLS handshake failed";
     const char* reason = *soap_faultstring(soap);
     text += " (gSOAP error " + std::to_string(soap->error) + ")";
-    if (reason) {
-        std::string r = reason;
-        if (r.size() > 200) r = r.substr(0, 200) + "…";
-        text += ": " + r;
-    }
+    if (reason) text += ": " + onvif::text(reason, 200) + (std::strlen(reason) > 200 ? "…" : "");
     return text;
-}
-
-std::string text(const char* value, std::size_t limit = 256) {
-    if (!value) return "";
-    std::string s = value;
-    if (s.size() > limit) s.resize(limit);
-    // Values become container environment: no control characters.
-    for (char& c : s) {
-        if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-    }
-    return s;
 }
 
 std::optional<std::chrono::system_clock::time_point> cameraTime(const tt__SystemDateAndTime* time) {
@@ -130,7 +173,7 @@ std::optional<std::chrono::system_clock::time_point> cameraTime(const tt__System
         return std::nullopt;
     const tt__Date& d = *time->UTCDateTime->Date;
     const tt__Time& t = *time->UTCDateTime->Time;
-    if (d.Year < 1970 || d.Year > 9999 || d.Month < 1 || d.Month > 12 || d.Day < 1 || d.Day > 31 ||
+    if (d.Year < 1970 || d.Year > 2200 || d.Month < 1 || d.Month > 12 || d.Day < 1 || d.Day > 31 ||
         t.Hour < 0 || t.Hour > 23 || t.Minute < 0 || t.Minute > 59 || t.Second < 0 || t.Second > 60)
         return std::nullopt;
     std::tm tm{};
@@ -339,7 +382,8 @@ std::string withoutCredentials(const std::string& uri) {
 
 CameraReport checkCamera(const std::string& serviceUrl, const QueryOptions& options) {
     CameraReport report;
-    SoapPtr soap = newContext(options);
+    Playback playback;
+    SoapPtr soap = newContext(options, playback);
     bool tls = false;
     if (isHttps(serviceUrl) && !enableTls(soap.get(), tls)) {
         report.error = "GetSystemDateAndTime failed: no TLS context";
@@ -352,7 +396,8 @@ CameraReport checkCamera(const std::string& serviceUrl, const QueryOptions& opti
 CameraReport queryCamera(const std::string& serviceUrl, const std::optional<Credential>& credential,
                          const QueryOptions& options) {
     CameraReport report;
-    SoapPtr soap = newContext(options);
+    Playback playback;
+    SoapPtr soap = newContext(options, playback);
     auto cancelled = [&] { return options.cancelled && options.cancelled->load(); };
     bool tls = false;
     if (isHttps(serviceUrl) && !enableTls(soap.get(), tls)) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "probes/onvif/onvif_classifier.h"
 
@@ -24,6 +25,10 @@ struct QueryOptions {
     std::size_t maxProfiles = 16;
     // Checked between calls: set when devlet stops, so a worker does not finish a long query.
     const std::atomic<bool>* cancelled = nullptr;
+    // Whole HTTP answers played back in place of the camera's, one per call in order (the
+    // requests go nowhere; past the last one a call finds no connection). This is how the
+    // parsing of what cameras say is fuzzed without a network; the daemon leaves it unset.
+    const std::vector<std::string>* playback = nullptr;
 };
 
 // GetSystemDateAndTime only: the liveness check. Fills state, clockOffset and error.

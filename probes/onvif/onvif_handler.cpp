@@ -725,7 +725,8 @@ private:
             camera.busy = true;
             QueryOptions options;
             options.cancelled = pool_->cancelled();
-            pool_->submit([channel = channel_, key, url = camera.observation.serviceUrl, options, this,
+            // key = key: clang before 16 cannot capture a structured binding.
+            pool_->submit([channel = channel_, key = key, url = camera.observation.serviceUrl, options, this,
                            alive = alive_] {
                 if (channel->closed) return;
                 CameraReport result = checkCamera(url, options);
