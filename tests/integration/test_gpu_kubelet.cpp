@@ -99,7 +99,7 @@ TEST_F(GpuKubeletTest, UnboundGpuGoesUnhealthyAtOnceAndRecoversWhenRebound) {
     startWith("", 2);
     const std::string pci = "/devices/pci0000:80/0000:80:01.0/0000:84:00.0";
     // The card handed to vfio-pci for a VM: its driver link changes, udev says "bind".
-    const std::string sys = umockdev_testbed_get_sys_dir(testbed_);
+    const std::string sys = testbedSysDir(testbed_);
     auto rebind = [&](const std::string& driver) {
         ASSERT_EQ(::unlink((sys + pci + "/driver").c_str()), 0);
         umockdev_testbed_set_attribute_link(testbed_, ("/sys" + pci).c_str(), "driver",

@@ -136,7 +136,7 @@ protected:
         umockdev_testbed_uevent(testbed_, ("/sys" + devpath).c_str(), action);
     }
     std::filesystem::path sysfs(const std::string& devpath) const {
-        return std::string(umockdev_testbed_get_sys_dir(testbed_)) + devpath;
+        return testbedSysDir(testbed_) + devpath;
     }
 
     void start(const std::string& configuration) {

@@ -115,7 +115,7 @@ protected:
 
     // The xe card's driver link now names `driver` (the testbed API cannot replace a link).
     void rebind(const std::string& driver) {
-        const std::string sys = umockdev_testbed_get_sys_dir(testbed_);
+        const std::string sys = test::testbedSysDir(testbed_);
         ASSERT_EQ(::unlink((sys + kXe + "/driver").c_str()), 0);
         umockdev_testbed_set_attribute_link(testbed_, (std::string("/sys") + kXe).c_str(), "driver",
                                             ("../../../../bus/pci/drivers/" + driver).c_str());

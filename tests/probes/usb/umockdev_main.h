@@ -5,10 +5,26 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include <gtest/gtest.h>
 
+#if DEVLET_HAVE_UMOCKDEV
+#include <glib.h>
+#include <umockdev.h>
+#endif
+
 namespace devlet::test {
+
+#if DEVLET_HAVE_UMOCKDEV
+// The testbed's sysfs root (umockdev hands over a string the caller must free).
+inline std::string testbedSysDir(UMockdevTestbed* testbed) {
+    gchar* dir = umockdev_testbed_get_sys_dir(testbed);
+    std::string result = dir;
+    g_free(dir);
+    return result;
+}
+#endif
 
 inline int runUnderUmockdev(int argc, char** argv) {
 #if DEVLET_HAVE_UMOCKDEV
