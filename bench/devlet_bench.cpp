@@ -46,7 +46,10 @@ constexpr const char* kDomain = "akri.sh";
 constexpr const char* kNode = "test-node";  // DaemonProcess runs devlet with this node name
 constexpr const char* kBig = "bench";       // the N instances' configuration, or their name prefix
 constexpr const char* kToggle = "toggle";   // one instance whose availability is toggled
-constexpr auto kWait = 30s;                 // a phase that takes this long has failed
+// A phase that takes longer than 30 s, plus 10 ms per plugin for large nodes, has failed.
+std::chrono::milliseconds phaseLimit(std::size_t plugins) {
+    return 30s + std::chrono::milliseconds(10 * plugins);
+}
 
 struct Options {
     int instances = 1000;
@@ -188,7 +191,7 @@ private:
 
     // When the last expected device list arrived.
     Clock::time_point waitArrivals(const std::string& what) {
-        auto last = tracker_.wait(kWait);
+        auto last = tracker_.wait(phaseLimit(model_.size()));
         if (!last)
             fail(what + ": " + std::to_string(tracker_.missing()) + " resource(s) never showed their state");
         return *last;
@@ -212,8 +215,8 @@ private:
         runningDaemon = daemon_.pid();
         // Polled every millisecond: waking on each of the simulator's ~3,000 state changes
         // would cost the daemon CPU time on a small machine.
-        while (kubelet_.resources().size() < plugins) {
-            if (Clock::now() - start > kWait) fail("not every plugin registered");
+        while (kubelet_.resourceCount() < plugins) {
+            if (Clock::now() - start > phaseLimit(plugins)) fail("not every plugin registered");
             std::this_thread::sleep_for(1ms);
         }
         const auto registered = Clock::now();
@@ -286,7 +289,7 @@ private:
                 ++next;
                 continue;
             }
-            if (Clock::now() - start > kWait)
+            if (Clock::now() - start > phaseLimit(resources.size()))
                 fail("not every plugin registered again after a kubelet restart");
             std::this_thread::sleep_for(1ms);
         }

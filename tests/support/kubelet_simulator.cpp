@@ -573,6 +573,11 @@ std::vector<std::string> KubeletSimulator::resources() const {
     return names;
 }
 
+std::size_t KubeletSimulator::resourceCount() const {
+    std::lock_guard lock(mutex_);
+    return resources_.size();
+}
+
 std::map<std::string, DeviceState> KubeletSimulator::devices(const std::string& resource) const {
     std::lock_guard lock(mutex_);
     auto it = resources_.find(resource);

@@ -97,6 +97,8 @@ public:
 
     // Every resource that ever registered successfully, sorted.
     std::vector<std::string> resources() const;
+    // How many resources() would return, without copying their names.
+    std::size_t resourceCount() const;
     // The resource's devices from its latest ListAndWatch message; empty if unknown.
     std::map<std::string, DeviceState> devices(const std::string& resource) const;
     // Successful registrations of the resource since construction (kept across restarts).
