@@ -210,9 +210,10 @@ TEST(GrpcWire, SingleMessageRefusesWhatIsNotOneMessage) {
                                                                      "abc",
                                                                      8))));
     EXPECT_TRUE(std::holds_alternative<GrpcStatus>(singleMessage(std::string("\x01\0\0\0\x01x", 6))));
-    const std::string body("\0\0\0\0\x03"
-                           "abc",
-                           8);
+    const std::string body(
+        "\0\0\0\0\x03"
+        "abc",
+        8);
     const auto message = singleMessage(body);  // a view into body
     ASSERT_TRUE(std::holds_alternative<std::string_view>(message));
     EXPECT_EQ(std::get<std::string_view>(message), "abc");
