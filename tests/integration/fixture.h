@@ -14,10 +14,11 @@ namespace devlet::test {
 
 using namespace std::chrono_literals;
 
-// Two debugEcho devices (foo0, foo1; shared, as in Akri's tests) with the given capacity.
-inline std::string echoConfiguration(const std::string& name, int capacity,
-                                     const std::string& extraDetails = "",
-                                     const std::string& extraSpec = "") {
+// A debugEcho configuration of the given devices ("a, b"); extraDetails and extraSpec
+// are YAML lines added to its discoveryDetails and its spec.
+inline std::string echoDevicesConfiguration(const std::string& name, const std::string& descriptions,
+                                            int capacity, const std::string& extraDetails = "",
+                                            const std::string& extraSpec = "") {
     return "apiVersion: akri.sh/v0\n"
            "kind: Configuration\n"
            "metadata:\n"
@@ -28,9 +29,16 @@ inline std::string echoConfiguration(const std::string& name, int capacity,
            "  discoveryHandler:\n"
            "    name: debugEcho\n"
            "    discoveryDetails: |\n"
-           "      descriptions: [foo0, foo1]\n"
-           "      shared: true\n" +
-           extraDetails + "  capacity: " + std::to_string(capacity) + "\n" + extraSpec;
+           "      descriptions: [" +
+           descriptions + "]\n" + extraDetails + "  capacity: " + std::to_string(capacity) + "\n" + extraSpec;
+}
+
+// Two debugEcho devices (foo0, foo1; shared, as in Akri's tests) with the given capacity.
+inline std::string echoConfiguration(const std::string& name, int capacity,
+                                     const std::string& extraDetails = "",
+                                     const std::string& extraSpec = "") {
+    return echoDevicesConfiguration(name, "foo0, foo1", capacity, "      shared: true\n" + extraDetails,
+                                    extraSpec);
 }
 
 class DaemonTest : public ::testing::Test {

@@ -23,22 +23,7 @@ constexpr const char* kCl = "akri.sh/cams";
 constexpr const char* kExtra = "akri.sh/extra";
 
 std::string configuration(const std::string& name, const std::string& descriptions, int capacity) {
-    return "apiVersion: akri.sh/v0\n"
-           "kind: Configuration\n"
-           "metadata:\n"
-           "  name: " +
-           name +
-           "\n"
-           "spec:\n"
-           "  discoveryHandler:\n"
-           "    name: debugEcho\n"
-           "    discoveryDetails: |\n"
-           "      descriptions: [" +
-           descriptions +
-           "]\n"
-           "      shared: true\n"
-           "  capacity: " +
-           std::to_string(capacity) + "\n";
+    return echoDevicesConfiguration(name, descriptions, capacity, "      shared: true\n");
 }
 std::string cams(int capacity) {
     return configuration("cams", "foo0, foo1, foo2, foo3", capacity);

@@ -17,23 +17,10 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string configuration(const std::string& name, const fs::path& availability, int graceSeconds) {
-    return "apiVersion: akri.sh/v0\n"
-           "kind: Configuration\n"
-           "metadata:\n"
-           "  name: " +
-           name +
-           "\n"
-           "spec:\n"
-           "  discoveryHandler:\n"
-           "    name: debugEcho\n"
-           "    discoveryDetails: |\n"
-           "      descriptions: [" +
-           name + "0, " + name + "1, " + name + "2]\n" + "      availabilityFile: " + availability.string() +
-           "\n"
-           "  capacity: 2\n"
-           "  devlet:\n"
-           "    removalGracePeriodSeconds: " +
-           std::to_string(graceSeconds) + "\n";
+    return echoDevicesConfiguration(
+        name, name + "0, " + name + "1, " + name + "2", 2,
+        "      availabilityFile: " + availability.string() + "\n",
+        "  devlet:\n    removalGracePeriodSeconds: " + std::to_string(graceSeconds) + "\n");
 }
 
 class FlappingTest : public DaemonTest {
