@@ -17,17 +17,7 @@ constexpr const char* kCl = "akri.sh/cams";
 
 // Four devices with two slots each: eight configuration-level units, five resources.
 std::string camsConfiguration() {
-    return "apiVersion: akri.sh/v0\n"
-           "kind: Configuration\n"
-           "metadata:\n"
-           "  name: cams\n"
-           "spec:\n"
-           "  discoveryHandler:\n"
-           "    name: debugEcho\n"
-           "    discoveryDetails: |\n"
-           "      descriptions: [foo0, foo1, foo2, foo3]\n"
-           "      shared: true\n"
-           "  capacity: 2\n";
+    return echoDevicesConfiguration("cams", "foo0, foo1, foo2, foo3", 2, "      shared: true\n");
 }
 
 class DaemonKillTest : public DaemonTest {
