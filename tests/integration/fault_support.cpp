@@ -119,6 +119,16 @@ bool allRegistered(const KubeletSimulator& kubelet, const std::vector<std::strin
     });
 }
 
+std::vector<std::string> configurationResources(const KubeletSimulator& kubelet,
+                                                const std::string& configurationResource) {
+    std::vector<std::string> result;
+    for (const std::string& resource : kubelet.resources()) {
+        if (resource == configurationResource || resource.starts_with(configurationResource + "-"))
+            result.push_back(resource);
+    }
+    return result;
+}
+
 // ---------------------------------------------------------------------------
 
 AllocationStorm::AllocationStorm(KubeletSimulator& kubelet, std::string configurationResource,

@@ -57,6 +57,10 @@ std::vector<std::string> waitForAgreement(KubeletSimulator& kubelet,
                                           const std::set<std::string>& goneSlots = {});
 // Whether every resource has a live registration and has sent its device list since.
 bool allRegistered(const KubeletSimulator& kubelet, const std::vector<std::string>& resources);
+// The resources of one configuration the kubelet has seen register: its own
+// (`configurationResource`) and its instances' (`configurationResource`-HASH).
+std::vector<std::string> configurationResources(const KubeletSimulator& kubelet,
+                                                const std::string& configurationResource);
 
 // Pods asking for devices at random, like a busy node's scheduler and kubelet: new pods
 // through the configuration-level resource (one or two slots, sometimes an init container

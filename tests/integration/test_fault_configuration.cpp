@@ -50,11 +50,7 @@ protected:
         daemon_->start();
         ASSERT_TRUE(kubelet_->waitFor(
             [&] {
-                resources_.clear();
-                for (const std::string& resource : kubelet_->resources()) {
-                    if (resource == kCl || resource.starts_with(std::string(kCl) + "-"))
-                        resources_.push_back(resource);
-                }
+                resources_ = configurationResources(*kubelet_, kCl);
                 return resources_.size() == 5 && allRegistered(*kubelet_, resources_) &&
                        kubelet_->devices(kCl).size() == 12;
             },
