@@ -509,10 +509,42 @@ void KubeletSimulator::completeRegistration(PendingRegistration& pending, const 
     drained_.notify_all();
 }
 
+namespace {
+DeviceState deviceState(const v1beta1::Device& device) {
+    DeviceState state{device.health(), {}};
+    for (const auto& node : device.topology().nodes()) state.numaNodes.push_back(node.id());
+    return state;
+}
+
+// Updates `devices` in place when the list names the same devices in the same order (a
+// health change, the usual message). A configuration lists thousands of slots: freeing
+// and allocating them for every message was most of the simulator's work, on the gRPC
+// thread that also completes Allocate calls.
+bool updateDevices(std::map<std::string, DeviceState>& devices,
+                   const v1beta1::ListAndWatchResponse& response) {
+    if (devices.size() != static_cast<std::size_t>(response.devices_size())) return false;
+    auto entry = devices.begin();
+    for (const auto& device : response.devices()) {
+        if (entry->first != device.id()) return false;
+        ++entry;
+    }
+    entry = devices.begin();
+    for (const auto& device : response.devices()) {
+        DeviceState& state = entry->second;
+        state.health = device.health();  // fits the string's buffer: no allocation
+        state.numaNodes.clear();
+        for (const auto& node : device.topology().nodes()) state.numaNodes.push_back(node.id());
+        ++entry;
+    }
+    return true;
+}
+}  // namespace
+
 void KubeletSimulator::streamMessage(const std::string& name, uint64_t registration,
                                      const v1beta1::ListAndWatchResponse& response,
                                      std::chrono::steady_clock::time_point receivedAt) {
     // The stream is live, so the simulator is too (stop() waits for every stream's end).
+    std::map<std::string, DeviceState> replaced;  // freed after the unlock
     std::shared_ptr<const ListAndWatchObserver> observer;
     {
         std::lock_guard lock(mutex_);
@@ -522,11 +554,10 @@ void KubeletSimulator::streamMessage(const std::string& name, uint64_t registrat
             return;  // a replaced or ended registration
         }
         auto& resource = it->second;
-        resource.devices.clear();
-        for (const auto& device : response.devices()) {
-            DeviceState state{device.health(), {}};
-            for (const auto& node : device.topology().nodes()) state.numaNodes.push_back(node.id());
-            resource.devices[device.id()] = std::move(state);
+        if (!updateDevices(resource.devices, response)) {
+            replaced.swap(resource.devices);
+            for (const auto& device : response.devices())
+                resource.devices.insert_or_assign(device.id(), deviceState(device));
         }
         ++resource.messages;
         observer = observer_;
