@@ -1,6 +1,7 @@
 #include "plugin/device_list_encoder.h"
 
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace devlet::plugin {
@@ -25,19 +26,30 @@ std::size_t varintSize(std::uint64_t value) {
     return size;
 }
 
-void appendVarint(std::string& out, std::uint64_t value) {
-    while (value >= 0x80) {
-        out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-        value >>= 7;
+// Writes at a cursor into a buffer sized beforehand: a configuration-level list is
+// thousands of tiny fields, and appending them one by one to a string cost more than
+// finding the slots they describe.
+class Writer {
+public:
+    explicit Writer(char* at) : at_(at) {}
+    void byte(char value) { *at_++ = value; }
+    void varint(std::uint64_t value) {
+        while (value >= 0x80) {
+            *at_++ = static_cast<char>((value & 0x7f) | 0x80);
+            value >>= 7;
+        }
+        *at_++ = static_cast<char>(value);
     }
-    out.push_back(static_cast<char>(value));
-}
+    void bytes(char tag, std::string_view bytes) {
+        byte(tag);
+        varint(bytes.size());
+        std::memcpy(at_, bytes.data(), bytes.size());
+        at_ += bytes.size();
+    }
 
-void appendBytes(std::string& out, char tag, std::string_view bytes) {
-    out.push_back(tag);
-    appendVarint(out, bytes.size());
-    out.append(bytes);
-}
+private:
+    char* at_;
+};
 
 // int64 as protobuf writes it: negative values as ten-byte two's complement.
 std::uint64_t int64Wire(int value) {
@@ -66,28 +78,28 @@ DeviceSizes sizesOf(const DeviceState& device) {
 }
 }  // namespace
 
-std::string encodeDeviceList(const std::vector<DeviceState>& devices) {
-    std::size_t total = 0;
+std::string encodeDeviceList(const std::vector<DeviceState>& devices, std::size_t headroom) {
+    std::size_t total = headroom;
     for (const DeviceState& device : devices) {
         const std::size_t size = sizesOf(device).device;
         total += 1 + varintSize(size) + size;
     }
-    std::string out;
-    out.reserve(total);
+    std::string out(total, '\0');
+    Writer writer(out.data() + headroom);
     for (const DeviceState& device : devices) {
         const DeviceSizes sizes = sizesOf(device);
-        out.push_back(kListDevices);
-        appendVarint(out, sizes.device);
-        appendBytes(out, kDeviceId, device.id);
-        appendBytes(out, kDeviceHealth, device.healthy ? kHealthy : kUnhealthy);
+        writer.byte(kListDevices);
+        writer.varint(sizes.device);
+        writer.bytes(kDeviceId, device.id);
+        writer.bytes(kDeviceHealth, device.healthy ? kHealthy : kUnhealthy);
         if (device.numaNode) {
-            out.push_back(kDeviceTopology);
-            appendVarint(out, sizes.topology);
-            out.push_back(kTopologyNodes);
-            appendVarint(out, sizes.node);
+            writer.byte(kDeviceTopology);
+            writer.varint(sizes.topology);
+            writer.byte(kTopologyNodes);
+            writer.varint(sizes.node);
             if (*device.numaNode != 0) {
-                out.push_back(kNodeId);
-                appendVarint(out, int64Wire(*device.numaNode));
+                writer.byte(kNodeId);
+                writer.varint(int64Wire(*device.numaNode));
             }
         }
     }

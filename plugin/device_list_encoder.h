@@ -12,6 +12,7 @@
 
 namespace devlet::plugin {
 
-std::string encodeDeviceList(const std::vector<DeviceState>& devices);
+// `headroom` zero bytes come first, for a prefix the caller writes in place (gRPC's).
+std::string encodeDeviceList(const std::vector<DeviceState>& devices, std::size_t headroom = 0);
 
 }  // namespace devlet::plugin

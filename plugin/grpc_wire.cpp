@@ -5,16 +5,21 @@
 namespace devlet::plugin {
 
 GrpcFrame frameMessage(std::string_view message) {
-    auto frame = std::make_shared<std::string>();
-    frame->reserve(message.size() + 5);
-    const auto size = static_cast<std::uint32_t>(message.size());
-    frame->push_back(0);  // not compressed
-    frame->push_back(static_cast<char>(size >> 24));
-    frame->push_back(static_cast<char>(size >> 16));
-    frame->push_back(static_cast<char>(size >> 8));
-    frame->push_back(static_cast<char>(size));
-    frame->append(message);
-    return frame;
+    std::string buffer;
+    buffer.reserve(kGrpcPrefix + message.size());
+    buffer.resize(kGrpcPrefix);
+    buffer.append(message);
+    return frameInPlace(std::move(buffer));
+}
+
+GrpcFrame frameInPlace(std::string buffer) {
+    const auto size = static_cast<std::uint32_t>(buffer.size() - kGrpcPrefix);
+    buffer[0] = 0;  // not compressed
+    buffer[1] = static_cast<char>(size >> 24);
+    buffer[2] = static_cast<char>(size >> 16);
+    buffer[3] = static_cast<char>(size >> 8);
+    buffer[4] = static_cast<char>(size);
+    return std::make_shared<const std::string>(std::move(buffer));
 }
 
 std::variant<std::string_view, GrpcStatus> singleMessage(std::string_view body) {

@@ -34,6 +34,10 @@ struct GrpcStatus {
 // every stream that sends it.
 using GrpcFrame = std::shared_ptr<const std::string>;
 GrpcFrame frameMessage(std::string_view message);
+// The same without copying the message: `buffer` is kGrpcPrefix bytes of room, then the
+// message (a device list of thousands of slots is written this way).
+constexpr std::size_t kGrpcPrefix = 5;
+GrpcFrame frameInPlace(std::string buffer);
 
 // Largest message accepted in either direction (gRPC's default receive limit).
 constexpr std::size_t kMaxGrpcMessage = 4 * 1024 * 1024;

@@ -234,7 +234,7 @@ void PluginHost::resourceChanged(ResourceState state) {
     // Kept as it goes on the wire, shared with the plugin's streams: a thousand plugins
     // hold one copy of their lists, and the same list again (a change elsewhere in the
     // configuration) is not sent.
-    GrpcFrame list = frameMessage(encodeDeviceList(state.devices));
+    GrpcFrame list = frameInPlace(encodeDeviceList(state.devices, kGrpcPrefix));
     const bool same = !added && plugin.list && *plugin.list == *list;
     if (!same) plugin.list = std::move(list);
     if (plugin.server) {

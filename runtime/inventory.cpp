@@ -771,9 +771,10 @@ ResourceState Inventory::buildResource(const ConfigurationState& c, const Instan
         add(*instance, state.resource);
     } else {
         state.resource = c.resource;
-        std::size_t slots = 0;
-        for (const auto& [name, i] : c.instances) slots += i.offered ? i.slots.size() : 0;
-        state.devices.reserve(slots);
+        // Instances usually have `capacity` slots; walking them twice to count exactly
+        // costs more than an estimate (thousands of slots, sent on every change).
+        state.devices.reserve(c.instances.size() *
+                              static_cast<std::size_t>(std::max(c.configuration.capacity, 0)));
         for (const auto& [name, i] : c.instances) {
             if (i.offered) add(i, state.resource);
         }

@@ -1,6 +1,8 @@
 #include "runtime/naming.h"
 
+#include <charconv>
 #include <cstdint>
+#include <iterator>
 #include <string>
 
 #include <blake2.h>
@@ -105,9 +107,14 @@ std::string instanceName(std::string_view configuration, std::string_view hash) 
 }
 
 std::string slotId(std::string_view instance, int index) {
-    std::string id(instance);
+    // One allocation: a configuration-level list names every slot each time it is sent.
+    char digits[16];
+    const auto [end, ec] = std::to_chars(std::begin(digits), std::end(digits), index);
+    std::string id;
+    id.reserve(instance.size() + 1 + static_cast<std::size_t>(end - digits));
+    id.append(instance);
     id += '-';
-    id += std::to_string(index);
+    id.append(digits, end);
     return id;
 }
 

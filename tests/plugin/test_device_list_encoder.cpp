@@ -1,10 +1,11 @@
 // The encoder writes what protobuf itself writes for ListAndWatchResponse, byte for
 // byte, and protobuf reads it back: health, topology (also a negative NUMA id), long ids
-// and lists of thousands of slots.
+// and lists of thousands of slots, also written behind room for the gRPC prefix.
 #include <gtest/gtest.h>
 
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "plugin/device_list_encoder.h"
+#include "plugin/grpc_wire.h"
 
 namespace devlet::plugin {
 namespace {
@@ -61,6 +62,14 @@ TEST(DeviceListEncoder, ConfigurationLevelListRoundTrips) {
     devices[1234].healthy = false;  // one slot taken elsewhere
     devices[7].numaNode = 1;
     EXPECT_EQ(decode(encodeDeviceList(devices)), devices);
+}
+
+TEST(DeviceListEncoder, FramedInPlaceAsGrpcFramesACopy) {
+    const std::vector<DeviceState> devices = slots(3, 2);
+    const std::string withRoom = encodeDeviceList(devices, kGrpcPrefix);
+    EXPECT_EQ(withRoom.substr(0, kGrpcPrefix), std::string(kGrpcPrefix, '\0'));
+    EXPECT_EQ(*frameInPlace(withRoom), *frameMessage(encodeDeviceList(devices)));
+    EXPECT_EQ(*frameInPlace(encodeDeviceList({}, kGrpcPrefix)), std::string(kGrpcPrefix, '\0'));
 }
 
 }  // namespace
