@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <string_view>
 
 namespace devlet::plugin {
@@ -76,33 +78,105 @@ DeviceSizes sizesOf(const DeviceState& device) {
     }
     return sizes;
 }
+
+std::size_t encodedSize(const DeviceState& device) {
+    const std::size_t size = sizesOf(device).device;
+    return 1 + varintSize(size) + size;
+}
+
+void writeDevice(Writer& writer, const DeviceState& device) {
+    const DeviceSizes sizes = sizesOf(device);
+    writer.byte(kListDevices);
+    writer.varint(sizes.device);
+    writer.bytes(kDeviceId, device.id);
+    writer.bytes(kDeviceHealth, device.healthy ? kHealthy : kUnhealthy);
+    if (device.numaNode) {
+        writer.byte(kDeviceTopology);
+        writer.varint(sizes.topology);
+        writer.byte(kTopologyNodes);
+        writer.varint(sizes.node);
+        if (*device.numaNode != 0) {
+            writer.byte(kNodeId);
+            writer.varint(int64Wire(*device.numaNode));
+        }
+    }
+}
+
+// Reads a varint at `at`, moving it past; nullopt past `end` or over ten bytes.
+std::optional<std::uint64_t> readVarint(const char*& at, const char* end) {
+    std::uint64_t value = 0;
+    for (int shift = 0; shift < 64 && at < end; shift += 7) {
+        const auto byte = static_cast<std::uint8_t>(*at++);
+        value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+        if (!(byte & 0x80)) return value;
+    }
+    return std::nullopt;
+}
+
+// One device entry of an encoded list: where it lies and its id.
+struct Entry {
+    const char* begin = nullptr;
+    const char* end = nullptr;
+    std::string_view id;
+};
+
+// The entry at `at` (which must be the list's next field); nullopt if the bytes are not
+// an entry as encodeDeviceList writes it.
+std::optional<Entry> readEntry(const char* at, const char* end) {
+    Entry entry{at, nullptr, {}};
+    if (*at++ != kListDevices) return std::nullopt;
+    const auto size = readVarint(at, end);
+    if (!size || *size > static_cast<std::uint64_t>(end - at)) return std::nullopt;
+    entry.end = at + *size;
+    if (at == entry.end || *at++ != kDeviceId) return std::nullopt;
+    const auto idSize = readVarint(at, entry.end);
+    if (!idSize || *idSize > static_cast<std::uint64_t>(entry.end - at)) return std::nullopt;
+    entry.id = std::string_view(at, *idSize);
+    return entry;
+}
 }  // namespace
 
 std::string encodeDeviceList(const std::vector<DeviceState>& devices, std::size_t headroom) {
     std::size_t total = headroom;
-    for (const DeviceState& device : devices) {
-        const std::size_t size = sizesOf(device).device;
-        total += 1 + varintSize(size) + size;
-    }
+    for (const DeviceState& device : devices) total += encodedSize(device);
     std::string out(total, '\0');
     Writer writer(out.data() + headroom);
-    for (const DeviceState& device : devices) {
-        const DeviceSizes sizes = sizesOf(device);
-        writer.byte(kListDevices);
-        writer.varint(sizes.device);
-        writer.bytes(kDeviceId, device.id);
-        writer.bytes(kDeviceHealth, device.healthy ? kHealthy : kUnhealthy);
-        if (device.numaNode) {
-            writer.byte(kDeviceTopology);
-            writer.varint(sizes.topology);
-            writer.byte(kTopologyNodes);
-            writer.varint(sizes.node);
-            if (*device.numaNode != 0) {
-                writer.byte(kNodeId);
-                writer.varint(int64Wire(*device.numaNode));
-            }
+    for (const DeviceState& device : devices) writeDevice(writer, device);
+    return out;
+}
+
+std::optional<std::string> patchDeviceList(std::string_view list, const std::vector<DeviceState>& changes,
+                                           std::size_t headroom) {
+    std::map<std::string_view, const DeviceState*> wanted;
+    for (const DeviceState& change : changes) wanted[change.id] = &change;
+    // Each entry to write anew, in the list's order.
+    std::vector<std::pair<Entry, const DeviceState*>> found;
+    std::size_t total = headroom + list.size();
+    const char* const end = list.data() + list.size();
+    for (const char* at = list.data(); at < end;) {
+        const auto entry = readEntry(at, end);
+        if (!entry) return std::nullopt;
+        if (auto it = wanted.find(entry->id); it != wanted.end() && it->second) {
+            total = total - static_cast<std::size_t>(entry->end - entry->begin) + encodedSize(*it->second);
+            found.emplace_back(*entry, it->second);
+            it->second = nullptr;  // an id the list holds twice is not a list devlet wrote
         }
+        at = entry->end;
     }
+    if (found.size() != wanted.size()) return std::nullopt;
+    std::string out(total, '\0');
+    char* at = out.data() + headroom;
+    const char* copied = list.data();
+    for (const auto& [entry, device] : found) {
+        const auto before = static_cast<std::size_t>(entry.begin - copied);
+        std::memcpy(at, copied, before);
+        at += before;
+        Writer writer(at);
+        writeDevice(writer, *device);
+        at += encodedSize(*device);
+        copied = entry.end;
+    }
+    std::memcpy(at, copied, static_cast<std::size_t>(end - copied));
     return out;
 }
 

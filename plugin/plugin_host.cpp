@@ -245,6 +245,21 @@ void PluginHost::resourceChanged(ResourceState state) {
     if (added) log.debug() << it->first << " offered with " << state.devices.size() << " device(s)";
 }
 
+bool PluginHost::slotsChanged(const ResourceState& changes) {
+    if (stopped_) return true;
+    auto it = plugins_.find(changes.resource);
+    if (it == plugins_.end() || !it->second.list) return false;
+    Plugin& plugin = it->second;
+    const std::string_view sent = std::string_view(*plugin.list).substr(kGrpcPrefix);
+    auto patched = patchDeviceList(sent, changes.devices, kGrpcPrefix);
+    if (!patched) return false;
+    GrpcFrame list = frameInPlace(std::move(*patched));
+    if (*list == *plugin.list) return true;
+    plugin.list = std::move(list);
+    if (plugin.server) plugin.server->publish(plugin.list);
+    return true;
+}
+
 void PluginHost::resourceWithdrawn(const std::string& resource) {
     auto it = plugins_.find(resource);
     if (it == plugins_.end()) return;

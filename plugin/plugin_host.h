@@ -36,6 +36,7 @@ public:
     void stop();
 
     void resourceChanged(ResourceState state) override;
+    bool slotsChanged(const ResourceState& changes) override;
     void resourceWithdrawn(const std::string& resource) override;
 
     KubeletState kubeletState() const;

@@ -507,7 +507,7 @@ std::variant<ContainerGrant, AllocationRefused> Inventory::grant(const std::stri
     for (const SlotRef& ref : refs) {
         Slot& slot = ref.instance->slots[ref.index];
         if (slot.holderResource != resource) {
-            markHolderChanged(*ref.configuration, *ref.instance, slot.holderResource, resource);
+            markHolderChanged(*ref.configuration, *ref.instance, ref.index, slot.holderResource, resource);
             slot.holderResource = resource;
             slot.sinceMs = nowMs;
             slot.pod.clear();
@@ -661,7 +661,7 @@ void Inventory::reconcilePods(const std::vector<PodDevice>& held, std::chrono::m
             }
         }
         Slot& slot = ref.instance->slots[ref.index];
-        markHolderChanged(*ref.configuration, *ref.instance, slot.holderResource, device.resource);
+        markHolderChanged(*ref.configuration, *ref.instance, ref.index, slot.holderResource, device.resource);
         slot.holderResource = device.resource;
         slot.sinceMs = record.sinceMs;
         slot.lastConfirmed = now;
@@ -719,7 +719,7 @@ void Inventory::releaseSlot(ConfigurationState& c, InstanceState& instance, int 
     }
     Slot& slot = instance.slots[index];
     std::string who = slot.pod.empty() ? slot.holderResource : slot.podNamespace + "/" + slot.pod;
-    markHolderChanged(c, instance, slot.holderResource, "");
+    markHolderChanged(c, instance, index, slot.holderResource, "");
     slot = Slot{};
     event("info", instance.name, "slot " + id + " released (" + who + "): " + why);
 }
@@ -727,16 +727,19 @@ void Inventory::releaseSlot(ConfigurationState& c, InstanceState& instance, int 
 // ---------------------------------------------------------------------------
 // Publishing
 
-void Inventory::markHolderChanged(const ConfigurationState& c, const InstanceState& instance,
+void Inventory::markHolderChanged(const ConfigurationState& c, const InstanceState& instance, int index,
                                   const std::string& before, const std::string& after) {
     // A slot is Healthy in the resource that holds it and Unhealthy in the other, so a
     // new holder usually changes one list: the configuration-level one can be thousands
-    // of slots long, and is then not rebuilt for nothing.
+    // of slots long, and is then not rebuilt for nothing, nor for one slot.
     ++revision_;  // the holder shows on the status page either way
     for (const std::string& resource : {c.resource, instanceResource(instance.name)}) {
         auto healthyIn = [&](const std::string& holder) { return holder.empty() || holder == resource; };
         if (healthyIn(before) != healthyIn(after)) {
-            changed_.insert(resource);
+            if (resource == c.resource)
+                slotChanges_[resource].emplace(instance.name, index);
+            else
+                changed_.insert(resource);
             ++marks_;
         }
     }
@@ -787,7 +790,7 @@ void Inventory::publish() {
         publishNow();
         return;
     }
-    if (changed_.empty() || publishScheduled_) return;
+    if ((changed_.empty() && slotChanges_.empty()) || publishScheduled_) return;
     publishScheduled_ = true;
     scheduler_([this] {
         publishScheduled_ = false;
@@ -798,9 +801,14 @@ void Inventory::publish() {
 void Inventory::publishNow() {
     std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> reports;
     reports.swap(unpublishedReports_);
-    if (changed_.empty()) return;
+    if (changed_.empty() && slotChanges_.empty()) return;
     std::set<std::string> changed;
     changed.swap(changed_);
+    std::map<std::string, std::set<std::pair<std::string, int>>> slotChanges;
+    slotChanges.swap(slotChanges_);
+    for (const auto& [resource, slots] : slotChanges) {
+        if (!changed.count(resource) && !publishSlots(resource, slots)) changed.insert(resource);
+    }
     for (const std::string& resource : changed) {
         auto [config, instance] = resolve(resource);
         const bool offered = config && (!instance || instance->offered);
@@ -820,6 +828,27 @@ void Inventory::publishNow() {
         if (cit != configurations_.end()) cit->second.discovery.publishLatency.observe(handedOver - arrived);
     }
     ++revision_;
+}
+
+bool Inventory::publishSlots(const std::string& resource,
+                             const std::set<std::pair<std::string, int>>& slots) {
+    if (!published_.count(resource)) return false;
+    auto [config, instance] = resolve(resource);
+    if (!config || instance) return false;
+    ResourceState changes;
+    changes.resource = resource;
+    changes.configuration = config->configuration.name;
+    for (const auto& [name, index] : slots) {
+        auto it = config->instances.find(name);
+        // Not in the list the observer has: only the full list can say so.
+        if (it == config->instances.end() || !it->second.offered ||
+            static_cast<std::size_t>(index) >= it->second.slots.size())
+            return false;
+        const InstanceState& i = it->second;
+        changes.devices.push_back(
+            {slotId(name, index), slotHealthy(*config, i, index, resource), i.device.numaNode});
+    }
+    return observer_.slotsChanged(changes);
 }
 
 std::vector<ResourceState> Inventory::resources() const {

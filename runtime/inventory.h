@@ -46,6 +46,13 @@ public:
     // A resource appeared or its device list changed (full list; the observer may keep it:
     // a configuration-level list can hold thousands of slots).
     virtual void resourceChanged(ResourceState state) = 0;
+    // Only the health of some slots of a configuration-level resource changed (slots
+    // taken or freed): `changes` holds just those. An observer that keeps the full list
+    // applies them and returns true; false, and the full list follows in resourceChanged.
+    virtual bool slotsChanged(const ResourceState& changes) {
+        (void)changes;
+        return false;
+    }
     // A resource is no longer offered.
     virtual void resourceWithdrawn(const std::string& resource) = 0;
 };
@@ -238,11 +245,14 @@ private:
     void event(const std::string& level, const std::string& subject, const std::string& message);
     void markChanged(const ConfigurationState& c, const InstanceState* instance);
     // Marks the resources in which a slot's health differs between two holders.
-    void markHolderChanged(const ConfigurationState& c, const InstanceState& instance,
+    void markHolderChanged(const ConfigurationState& c, const InstanceState& instance, int index,
                            const std::string& before, const std::string& after);
     std::variant<ContainerGrant, AllocationRefused> grant(const std::string& resource,
                                                           const std::vector<std::string>& deviceIds);
     void publish();  // now, or scheduled (see setPublishScheduler)
+    // Hands the observer just the slots of a configuration-level resource that changed;
+    // false if it needs the full list instead.
+    bool publishSlots(const std::string& resource, const std::set<std::pair<std::string, int>>& slots);
     void publishNow();
     int freeSlots(const ConfigurationState& c, const InstanceState& i) const;
 
@@ -273,7 +283,10 @@ private:
     std::map<std::string, RetainedSlot> retained_;       // by slot id
     std::map<std::string, std::string> resourceOwners_;  // CL resource -> configuration
     std::set<std::string> changed_;                      // resources to re-publish
-    std::set<std::string> published_;                    // resources the observer knows
+    // Slots (instance, index) whose holder changed, by configuration-level resource: sent
+    // as changes unless the resource is in changed_ too.
+    std::map<std::string, std::set<std::pair<std::string, int>>> slotChanges_;
+    std::set<std::string> published_;  // resources the observer knows
     Scheduler scheduler_;
     // Probe reports whose changes are not handed to the observer yet: configuration and
     // when the report arrived (the start of the event-to-ListAndWatch latency).

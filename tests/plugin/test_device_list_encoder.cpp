@@ -72,5 +72,35 @@ TEST(DeviceListEncoder, FramedInPlaceAsGrpcFramesACopy) {
     EXPECT_EQ(*frameInPlace(encodeDeviceList({}, kGrpcPrefix)), std::string(kGrpcPrefix, '\0'));
 }
 
+TEST(DeviceListEncoder, PatchedListIsTheChangedListEncoded) {
+    std::vector<DeviceState> devices = slots(1000, 4);
+    devices[9].numaNode = 1;
+    const std::string list = encodeDeviceList(devices);
+    // Healthy to Unhealthy and back, with and without topology, first and last entry.
+    std::vector<DeviceState> changes = {devices[0], devices[9], devices[3999], devices[1234]};
+    for (DeviceState& change : changes) change.healthy = !change.healthy;
+    changes[1].numaNode = 0;
+    auto patched = patchDeviceList(list, changes, kGrpcPrefix);
+    ASSERT_TRUE(patched);
+    for (const DeviceState& change : changes) {
+        for (DeviceState& device : devices) {
+            if (device.id == change.id) device = change;
+        }
+    }
+    EXPECT_EQ(*patched, encodeDeviceList(devices, kGrpcPrefix));
+
+    auto unchanged = patchDeviceList(list, {}, 0);
+    ASSERT_TRUE(unchanged);
+    EXPECT_EQ(*unchanged, list);
+}
+
+TEST(DeviceListEncoder, PatchNeedsEveryChangedIdInTheList) {
+    const std::string list = encodeDeviceList(slots(2, 2));
+    EXPECT_FALSE(patchDeviceList(list, {{"akri-debug-echo-100000-7", false, std::nullopt}}));
+    EXPECT_FALSE(patchDeviceList(list.substr(0, list.size() - 1), {{"akri-debug-echo-100000-0", false, {}}}));
+    EXPECT_FALSE(patchDeviceList("\x0a\xff", {{"a-0", false, {}}}));
+    EXPECT_FALSE(patchDeviceList("\x12\x00", {{"a-0", false, {}}}));
+}
+
 }  // namespace
 }  // namespace devlet::plugin

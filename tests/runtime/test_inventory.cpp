@@ -47,15 +47,34 @@ public:
         ++changes;
         ++changesOf[state.resource];
     }
+    // Applies the changed slots to the list it has, as the plugin host does.
+    bool slotsChanged(const ResourceState& changes) override {
+        auto it = latest.find(changes.resource);
+        if (!keepsLists || it == latest.end()) return false;
+        std::vector<DeviceState> devices = it->second.devices;
+        for (const DeviceState& change : changes.devices) {
+            auto device = std::find_if(devices.begin(), devices.end(),
+                                       [&](const DeviceState& d) { return d.id == change.id; });
+            if (device == devices.end()) return false;
+            *device = change;
+        }
+        it->second.devices = std::move(devices);
+        ++this->changes;
+        ++changesOf[changes.resource];
+        ++slotChangesOf[changes.resource];
+        return true;
+    }
     void resourceWithdrawn(const std::string& resource) override {
         latest.erase(resource);
         withdrawn.insert(resource);
     }
 
+    bool keepsLists = true;  // false: an observer that takes full lists only
     std::map<std::string, ResourceState> latest;
     std::set<std::string> withdrawn;
     int changes = 0;
     std::map<std::string, int> changesOf;
+    std::map<std::string, int> slotChangesOf;  // of changesOf, those of changed slots only
 };
 
 Configuration echoConfiguration(const std::string& name, int capacity) {
@@ -80,6 +99,15 @@ Instance echoDevice(const std::string& description) {
 class InventoryTest : public ::testing::Test {
 protected:
     void TearDown() override {
+        // Whatever a test did, the lists the observer holds (full lists and the slot
+        // changes applied to them) are what the inventory offers.
+        if (inventory_ && !inventory_->publicationPending()) {
+            for (const ResourceState& offered : inventory_->resources()) {
+                auto it = observer_.latest.find(offered.resource);
+                ASSERT_NE(it, observer_.latest.end()) << offered.resource;
+                EXPECT_EQ(it->second.devices, offered.devices) << offered.resource;
+            }
+        }
         inventory_.reset();
         store_.reset();
         root_.reset();
@@ -310,6 +338,33 @@ TEST_F(InventoryTest, AllocationRepublishesOnlyTheResourceWhereHealthChanged) {
     observer_.changesOf.clear();
     allocateOk(kFoo1Il, {"echo-a19705-0"});
     EXPECT_EQ(observer_.changesOf, (std::map<std::string, int>{{kCl, 1}}));
+}
+
+TEST_F(InventoryTest, ConfigurationListGetsOnlyTheSlotsWhoseHolderChanged) {
+    setUpEcho(2);
+    observer_.slotChangesOf.clear();
+    allocateOk(kFoo1Il, {"echo-a19705-1"});
+    allocateOk(kFoo0Il, {"echo-8120fe-0", "echo-8120fe-1"});
+    EXPECT_EQ(observer_.slotChangesOf, (std::map<std::string, int>{{kCl, 2}}));
+    EXPECT_EQ(healthyIds(kCl), (std::vector<std::string>{"echo-a19705-0"}));
+
+    // A slot freed is a changed slot too.
+    advance(11s);
+    inventory().reconcilePods(
+        {{kFoo0Il, "echo-8120fe-0", "pod", "default"}, {kFoo0Il, "echo-8120fe-1", "pod", "default"}}, 10s);
+    EXPECT_EQ(observer_.slotChangesOf, (std::map<std::string, int>{{kCl, 3}}));
+    EXPECT_EQ(healthyIds(kCl), (std::vector<std::string>{"echo-a19705-0", "echo-a19705-1"}));
+}
+
+TEST_F(InventoryTest, ObserverWithoutTheListGetsItInFull) {
+    observer_.keepsLists = false;
+    setUpEcho(2);
+    observer_.changesOf.clear();
+    allocateOk(kFoo1Il, {"echo-a19705-1"});
+    EXPECT_EQ(observer_.changesOf, (std::map<std::string, int>{{kCl, 1}}));
+    EXPECT_TRUE(observer_.slotChangesOf.empty());
+    EXPECT_EQ(health(kCl).size(), 4u);
+    EXPECT_FALSE(health(kCl).at("echo-a19705-1"));
 }
 
 TEST_F(InventoryTest, ScheduledPublishingGathersChangesUntilTheSchedulerRuns) {
