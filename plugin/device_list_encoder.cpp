@@ -156,10 +156,11 @@ std::optional<std::string> patchDeviceList(std::string_view list, const std::vec
     for (const char* at = list.data(); at < end;) {
         const auto entry = readEntry(at, end);
         if (!entry) return std::nullopt;
-        if (auto it = wanted.find(entry->id); it != wanted.end() && it->second) {
+        if (auto it = wanted.find(entry->id); it != wanted.end()) {
+            if (!it->second) return std::nullopt;  // an id listed twice: not a list devlet wrote
             total = total - static_cast<std::size_t>(entry->end - entry->begin) + encodedSize(*it->second);
             found.emplace_back(*entry, it->second);
-            it->second = nullptr;  // an id the list holds twice is not a list devlet wrote
+            it->second = nullptr;
         }
         at = entry->end;
     }

@@ -100,6 +100,8 @@ TEST(DeviceListEncoder, PatchNeedsEveryChangedIdInTheList) {
     EXPECT_FALSE(patchDeviceList(list.substr(0, list.size() - 1), {{"akri-debug-echo-100000-0", false, {}}}));
     EXPECT_FALSE(patchDeviceList("\x0a\xff", {{"a-0", false, {}}}));
     EXPECT_FALSE(patchDeviceList("\x12\x00", {{"a-0", false, {}}}));
+    const std::string twice = encodeDeviceList({{"a-0", true, {}}, {"a-0", true, {}}});
+    EXPECT_FALSE(patchDeviceList(twice, {{"a-0", false, {}}}));
 }
 
 }  // namespace
