@@ -7,43 +7,13 @@
 #include <cstdio>
 #include <random>
 
-#include "tests/integration/fault_support.h"
-#include "tests/integration/fixture.h"
+#include "tests/integration/storm_fixture.h"
 
 namespace devlet::test {
 namespace {
 
-constexpr const char* kCl = "akri.sh/cams";
-
-// Four devices with two slots each: eight configuration-level units, five resources.
-std::string camsConfiguration() {
-    return echoDevicesConfiguration("cams", "foo0, foo1, foo2, foo3", 2, "      shared: true\n");
-}
-
-class DaemonKillTest : public DaemonTest {
+class DaemonKillTest : public CamsStormTest {
 protected:
-    void SetUp() override {
-        DaemonTest::SetUp();
-        writeFile(daemon_->confDir() / "cams.yaml", camsConfiguration());
-        ASSERT_TRUE(kubelet_->start());
-        daemon_->start();
-        ASSERT_TRUE(kubelet_->waitFor(
-            [&] {
-                resources_ = configurationResources(*kubelet_, kCl);
-                return resources_.size() == 5 && allRegistered(*kubelet_, resources_);
-            },
-            20s))
-            << daemon_->log();
-    }
-
-    std::vector<std::string> instanceResources() const {
-        std::vector<std::string> result;
-        for (const std::string& resource : resources_) {
-            if (resource != kCl) result.push_back(resource);
-        }
-        return result;
-    }
-
     // The other resource that lists a slot: its instance's for the configuration's, and back.
     static std::string otherResource(const std::string& slot, const std::string& holder) {
         if (holder != kCl) return kCl;
@@ -67,8 +37,6 @@ protected:
             },
             timeout);
     }
-
-    std::vector<std::string> resources_;
 };
 
 TEST_F(DaemonKillTest, KillDashNineAtRandomPointsNeverLosesLeaksOrDoubleGivesASlot) {

@@ -5,43 +5,18 @@
 #include <cstdio>
 #include <random>
 
-#include "tests/integration/fault_support.h"
-#include "tests/integration/fixture.h"
+#include "tests/integration/storm_fixture.h"
 
 namespace devlet::test {
 namespace {
 
-constexpr const char* kCl = "akri.sh/cams";
-
-std::string camsConfiguration() {
-    return echoDevicesConfiguration("cams", "foo0, foo1, foo2, foo3", 2, "      shared: true\n");
-}
-
-class KubeletRestartTest : public DaemonTest {
-protected:
-    void SetUp() override {
-        DaemonTest::SetUp();
-        writeFile(daemon_->confDir() / "cams.yaml", camsConfiguration());
-        ASSERT_TRUE(kubelet_->start());
-        daemon_->start();
-        ASSERT_TRUE(kubelet_->waitFor(
-            [&] {
-                resources_ = configurationResources(*kubelet_, kCl);
-                return resources_.size() == 5 && allRegistered(*kubelet_, resources_);
-            },
-            20s))
-            << daemon_->log();
-    }
-    std::vector<std::string> resources_;
-};
+class KubeletRestartTest : public CamsStormTest {};
 
 TEST_F(KubeletRestartTest, RestartStormReregistersEveryPluginAndNeverGivesASlotTwice) {
     const int rounds = faultRounds(15, 300);
     const std::uint32_t seed = faultSeed();
     std::mt19937 random(seed);
-    std::vector<std::string> instances(resources_.begin(), resources_.end());
-    std::erase(instances, std::string(kCl));
-    AllocationStorm storm(*kubelet_, kCl, instances, seed);
+    AllocationStorm storm(*kubelet_, kCl, instanceResources(), seed);
     std::chrono::milliseconds slowest{0};
 
     for (int round = 0; round < rounds; ++round) {
