@@ -529,13 +529,7 @@ bool updateDevices(std::map<std::string, DeviceState>& devices,
         ++entry;
     }
     entry = devices.begin();
-    for (const auto& device : response.devices()) {
-        DeviceState& state = entry->second;
-        state.health = device.health();  // fits the string's buffer: no allocation
-        state.numaNodes.clear();
-        for (const auto& node : device.topology().nodes()) state.numaNodes.push_back(node.id());
-        ++entry;
-    }
+    for (const auto& device : response.devices()) (entry++)->second = deviceState(device);
     return true;
 }
 }  // namespace
