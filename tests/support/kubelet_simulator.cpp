@@ -1,6 +1,9 @@
 #include "tests/support/kubelet_simulator.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <functional>
 #include <system_error>
 #include <utility>
 
@@ -163,6 +166,7 @@ private:
     grpc::Status list(v1::ListPodResourcesResponse& response) {
         std::lock_guard lock(simulator_.mutex_);
         if (!simulator_.podResourcesAvailable_) return unavailable();
+        if (!simulator_.podsKnownLocked()) return grpc::Status::OK;  // an empty pod manager
         std::vector<std::pair<std::string, std::string>> pods;
         for (const auto& record : simulator_.records_) {
             std::pair key{record.allocation.podNamespace, record.allocation.pod};
@@ -177,6 +181,7 @@ private:
         std::lock_guard lock(simulator_.mutex_);
         if (!simulator_.podResourcesAvailable_) return unavailable();
         bool known =
+            simulator_.podsKnownLocked() &&
             std::any_of(simulator_.records_.begin(), simulator_.records_.end(), [&](const Record& r) {
                 return r.allocation.podNamespace == request.pod_namespace() &&
                        r.allocation.pod == request.pod_name();
@@ -282,12 +287,13 @@ void KubeletSimulator::stop() {
     stopServers();
 }
 
-bool KubeletSimulator::restart() {
+bool KubeletSimulator::restart(std::chrono::milliseconds podsUnknownFor) {
     std::lock_guard lifecycle(lifecycleMutex_);
     stopServers();
     {
         std::lock_guard lock(mutex_);
         for (auto& [name, resource] : resources_) resource.devices.clear();
+        podsUnknownUntil_ = std::chrono::steady_clock::now() + podsUnknownFor;
     }
     // Like the kubelet's CleanupPluginDirectory: sockets only, no recursion.
     std::vector<std::filesystem::path> sockets;
@@ -302,6 +308,115 @@ bool KubeletSimulator::restart() {
     for (const auto& socket : sockets) std::filesystem::remove(socket, ec);
     notifyChanged();
     return startServers();
+}
+
+void KubeletSimulator::learnPods() {
+    {
+        std::lock_guard lock(mutex_);
+        podsUnknownUntil_ = {};
+    }
+    notifyChanged();
+}
+
+bool KubeletSimulator::podsKnownLocked() const {
+    return std::chrono::steady_clock::now() >= podsUnknownUntil_;
+}
+
+void KubeletSimulator::setWritesCheckpoint(bool writes) {
+    std::lock_guard lock(mutex_);
+    writesCheckpoint_ = writes;
+}
+
+namespace {
+std::string jsonString(std::string_view text) {
+    std::string out = "\"";
+    for (char c : text) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+            out += escaped;
+        } else {
+            out += c;
+        }
+    }
+    return out + "\"";
+}
+
+// A stand-in for the pod's uid, which the simulator does not model: stable per pod.
+std::string podUid(const std::string& podNamespace, const std::string& pod) {
+    const std::size_t hash = std::hash<std::string>{}(podNamespace + "/" + pod);
+    char uid[40];
+    std::snprintf(uid, sizeof uid, "%08zx-0000-4000-8000-%012zx", hash & 0xffffffff, hash >> 16);
+    return uid;
+}
+}  // namespace
+
+std::string KubeletSimulator::checkpointLocked() const {
+    // The layout of the kubelet's checkpointv1 (since 1.20): entries by container and
+    // resource, device ids by NUMA node ("-1": no topology), the allocation response
+    // base64-encoded; healthy devices by resource; and a checksum over Go's dump of
+    // the data, which nobody outside the kubelet can recompute (a fixed number here).
+    std::string json = "{\"Data\":{\"PodDeviceEntries\":[";
+    bool first = true;
+    for (const Record& record : records_) {
+        const ContainerAllocation& a = record.allocation;
+        std::map<int64_t, std::vector<std::string>> byNode;
+        for (const std::string& id : a.deviceIds) {
+            auto nodes = record.numaNodes.find(id);
+            byNode[nodes == record.numaNodes.end() || nodes->second.empty() ? -1 : nodes->second.front()]
+                .push_back(id);
+        }
+        json += std::string(first ? "" : ",") + "{\"PodUID\":" + jsonString(podUid(a.podNamespace, a.pod)) +
+                ",\"ContainerName\":" + jsonString(a.container) + ",\"ResourceName\":" + jsonString(a.resource) +
+                ",\"DeviceIDs\":{";
+        bool firstNode = true;
+        for (const auto& [node, ids] : byNode) {
+            json += std::string(firstNode ? "" : ",") + jsonString(std::to_string(node)) + ":[";
+            for (std::size_t i = 0; i < ids.size(); ++i) json += (i ? "," : "") + jsonString(ids[i]);
+            json += "]";
+            firstNode = false;
+        }
+        json += "},\"AllocResp\":\"\"}";
+        first = false;
+    }
+    json += "],\"RegisteredDevices\":{";
+    first = true;
+    for (const auto& [name, resource] : resources_) {
+        json += std::string(first ? "" : ",") + jsonString(name) + ":[";
+        bool firstId = true;
+        for (const auto& [id, device] : resource.devices) {
+            if (device.health != kHealthy) continue;
+            json += (firstId ? "" : ",") + jsonString(id);
+            firstId = false;
+        }
+        json += "]";
+        first = false;
+    }
+    return json + "}},\"Checksum\":1394221432}";
+}
+
+void KubeletSimulator::writeCheckpoint() {
+    // One writer at a time, each writing the state as it is when its turn comes, so an
+    // older image never replaces a newer one.
+    std::lock_guard writing(checkpointMutex_);
+    std::string json;
+    {
+        std::lock_guard lock(mutex_);
+        if (!writesCheckpoint_) return;
+        json = checkpointLocked();
+    }
+    const std::filesystem::path file = checkpointFile();
+    const std::filesystem::path temporary = pluginDir_ / ".kubelet_internal_checkpoint.tmp";
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        out << json;
+        if (!out) return;
+    }
+    std::error_code ec;
+    std::filesystem::rename(temporary, file, ec);
 }
 
 void KubeletSimulator::stopRegistration() {
@@ -556,6 +671,7 @@ void KubeletSimulator::streamMessage(const std::string& name, uint64_t registrat
         ++resource.messages;
         observer = observer_;
     }
+    writeCheckpoint();
     // The observer runs before waiters wake, so a waitFor on the message count also
     // covers the observer's side effects.
     if (observer) (*observer)(name, response, receivedAt);
@@ -861,6 +977,7 @@ void KubeletSimulator::record(const std::string& podNamespace, const std::string
             records_.push_back(std::move(record));
         }
     }
+    writeCheckpoint();
     notifyChanged();
 }
 

@@ -81,7 +81,12 @@ public:
     // A kubelet restart: stop(), delete every unix socket in pluginDir (other files stay),
     // clear every resource's device list (like the kubelet's stopped endpoints after it
     // read its checkpoint), then start() again. Pod allocations and counters are kept.
-    bool restart();
+    // podsUnknownFor > 0 is a restart while the node cannot reach its API server: the new
+    // process's pod manager is empty for that long, so PodResources lists no pod (while
+    // the containers keep running and the device checkpoint keeps their devices).
+    bool restart(std::chrono::milliseconds podsUnknownFor = std::chrono::milliseconds(0));
+    // Ends the time restart() left PodResources without pods: the API server answered.
+    void learnPods();
     // "No kubelet yet": stops serving Registration and removes kubelet.sock. Existing
     // ListAndWatch streams and PodResources keep running; start() serves it again.
     void stopRegistration();
@@ -91,6 +96,12 @@ public:
     void setDialTimeout(std::chrono::milliseconds timeout);
     // False: every PodResources RPC fails with UNAVAILABLE.
     void setPodResourcesAvailable(bool available);
+    // The device checkpoint, <pluginDir>/kubelet_internal_checkpoint, as the kubelet's
+    // device manager writes it: after every ListAndWatch message and every allocation,
+    // with each container's devices and each resource's healthy devices. A pod removed
+    // stays in it until the next write, as in the kubelet. On by default.
+    void setWritesCheckpoint(bool writes);
+    std::filesystem::path checkpointFile() const { return pluginDir_ / "kubelet_internal_checkpoint"; }
 
     std::filesystem::path kubeletSocket() const { return pluginDir_ / "kubelet.sock"; }
     const std::filesystem::path& podResourcesSocket() const { return podResourcesSocket_; }
@@ -193,6 +204,12 @@ private:
     // completion queue would join its own thread), so channels die here, on ours.
     void collectGarbage();
     std::set<std::string> inUseLocked(const std::string& resource) const;
+    // Whether PodResources lists pods now (see restart()).
+    bool podsKnownLocked() const;
+    // The checkpoint's JSON, as the kubelet would write it now.
+    std::string checkpointLocked() const;
+    // Writes it (a temporary file, renamed) unless writing is off; never under mutex_.
+    void writeCheckpoint();
     AllocationResult callAllocate(const std::shared_ptr<v1beta1::DevicePlugin::Stub>& stub,
                                   const std::vector<std::string>& ids);
     void record(const std::string& podNamespace, const std::string& pod, const std::string& container,
@@ -213,11 +230,16 @@ private:
     // pod at a time.
     std::mutex admissionMutex_;
 
+    // Serialises checkpoint writes; taken before mutex_, never while holding it.
+    std::mutex checkpointMutex_;
+
     // Guards everything below; never held while calling into gRPC or the observer.
     mutable std::mutex mutex_;
     std::condition_variable drained_;  // liveStreams_ or pending_ shrank
     bool acceptingRegistrations_ = false;
     bool podResourcesAvailable_ = true;
+    bool writesCheckpoint_ = true;
+    std::chrono::steady_clock::time_point podsUnknownUntil_{};
     std::chrono::milliseconds dialTimeout_{10000};
     uint64_t nextRegistration_ = 1;
     std::map<std::string, Resource> resources_;
