@@ -8,6 +8,7 @@
 #include <sys/inotify.h>
 #include <systemd/sd-daemon.h>
 
+#include "runtime/kubelet_checkpoint.h"
 #include "runtime/log.h"
 
 namespace devlet {
@@ -127,18 +128,16 @@ void Daemon::serve() {
     inventory_->restoreSlots();
 
     // The plugins are registered once PodResources has answered (or failed) for the first
-    // time: a slot a running pod holds but state.db does not (state moved away, commits a
-    // power loss took) is adopted first, and so never offered to a second pod.
+    // time, and the kubelet's device checkpoint has been read: a slot a running container
+    // holds but state.db does not (state moved away) is adopted first, and so never
+    // offered to a second pod.
     podResources_ = std::make_unique<plugin::PodResourcesClient>(
         loop_, settings_.podResourcesSocket, settings_.podResourcesInterval,
         [this](std::vector<PodDevice> held) {
             if (!podResourcesError_.empty()) log.info() << "PodResources API answers again";
             podResourcesError_.clear();
             log.debug() << "PodResources: " << held.size() << " device(s) held by pods";
-            inventory_->reconcilePods(held, settings_.slotReleaseGrace);
-            armGraceTimer();
-            servePlugins();
-            updateStatus();
+            reconcileWithKubelet(std::move(held));
         },
         [this](const std::string& message) {
             // Held slots stay held while the kubelet cannot tell who holds them; without
@@ -150,8 +149,7 @@ void Daemon::serve() {
                     << message << "; held slots stay held until it answers";
             }
             podResourcesError_ = message;
-            servePlugins();
-            updateStatus();
+            reconcileWithKubelet(std::nullopt);
         });
     podResources_->start();
 
@@ -166,6 +164,34 @@ void Daemon::serve() {
         log.info() << "status page at http://" << statusServer_->endpoint() << "/";
     }
 
+    updateStatus();
+}
+
+void Daemon::reconcileWithKubelet(std::optional<std::vector<PodDevice>> held) {
+    KubeletEvidence evidence;
+    evidence.pods = std::move(held);
+    KubeletCheckpoint checkpoint =
+        readKubeletCheckpoint(settings_.devicePluginDir + "/" + std::string(kKubeletCheckpointFile));
+    if (checkpoint.error != checkpointError_) {
+        if (!checkpoint.error.empty())
+            log.warning() << "the kubelet's device checkpoint cannot be read: " << checkpoint.error
+                          << "; no slot is released until it can";
+        else if (!checkpointError_.empty())
+            log.info() << "the kubelet's device checkpoint can be read again";
+        checkpointError_ = checkpoint.error;
+    }
+    if (checkpoint.present && checkpoint.error.empty()) evidence.checkpoint = std::move(checkpoint.devices);
+    evidence.checkpointError = std::move(checkpoint.error);
+    const Inventory::Reconciled reconciled = inventory_->reconcile(evidence, settings_.slotReleaseGrace);
+    // A pod that ended stays in the kubelet's checkpoint until the kubelet next writes
+    // it, which it does on every device list it receives: one unchanged list, at most
+    // once per grace period, lets its end show.
+    const auto now = std::chrono::steady_clock::now();
+    if (reconciled.checkpointLags && now - lastCheckpointNudge_ >= settings_.slotReleaseGrace &&
+        host_.resendOneList())
+        lastCheckpointNudge_ = now;
+    armGraceTimer();
+    servePlugins();
     updateStatus();
 }
 

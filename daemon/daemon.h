@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ private:
     void waitForStore(const std::string& error);
     // Starts the kubelet plugins, once: after the first PodResources answer or failure.
     void servePlugins();
+    // Hands what the kubelet says about held devices (PodResources' answer, nullopt when it
+    // failed, and the device checkpoint) to the inventory.
+    void reconcileWithKubelet(std::optional<std::vector<PodDevice>> held);
     void reloadConfigurations();
     void scheduleReload();
     void restartProbes(const std::vector<Configuration>& configurations);
@@ -94,6 +98,8 @@ private:
     std::map<std::string, std::unique_ptr<Probe>> probes_;
     std::vector<std::string> configurationErrors_;
     std::string podResourcesError_;
+    std::string checkpointError_;  // said once per new problem
+    std::chrono::steady_clock::time_point lastCheckpointNudge_{};
     std::string lastStatus_;
     std::shared_ptr<const status::StatusSnapshot> snapshot_;  // the last one handed out
     StatusKey snapshotKey_;

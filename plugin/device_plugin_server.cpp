@@ -165,16 +165,19 @@ void DevicePluginServer::onCall(GrpcConnection& connection, std::int32_t stream,
 GrpcStatus DevicePluginServer::allocate(std::string_view request, std::string& response) {
     v1beta1::AllocateRequest in;
     if (!parse(request, in)) return {GrpcCode::InvalidArgument, "malformed AllocateRequest"};
-    v1beta1::AllocateResponse out;
-    for (const auto& container : in.container_requests()) {
-        std::vector<std::string> ids(container.devices_ids().begin(), container.devices_ids().end());
-        auto result = inventory_.allocate(resource_, ids);
-        if (auto* refused = std::get_if<AllocationRefused>(&result)) {
-            log.warning() << "Allocate " << resource_ << " refused: " << refused->message;
-            return {GrpcCode::FailedPrecondition, refused->message};
-        }
-        fillResponse(std::get<ContainerGrant>(result), *out.add_container_responses());
+    // The kubelet sends one container per call, but the API allows several: they are one
+    // decision, all granted or none.
+    std::vector<std::vector<std::string>> containers;
+    for (const auto& container : in.container_requests())
+        containers.emplace_back(container.devices_ids().begin(), container.devices_ids().end());
+    auto result = inventory_.allocateContainers(resource_, containers);
+    if (auto* refused = std::get_if<AllocationRefused>(&result)) {
+        log.warning() << "Allocate " << resource_ << " refused: " << refused->message;
+        return {GrpcCode::FailedPrecondition, refused->message};
     }
+    v1beta1::AllocateResponse out;
+    for (const ContainerGrant& grant : std::get<std::vector<ContainerGrant>>(result))
+        fillResponse(grant, *out.add_container_responses());
     response = out.SerializeAsString();
     return {};
 }

@@ -227,6 +227,15 @@ void PluginHost::scheduleRetry(const std::string& resource, int failures) {
     });
 }
 
+bool PluginHost::resendOneList() {
+    for (auto& [resource, plugin] : plugins_) {
+        if (plugin.registration != Plugin::Registration::Done || !plugin.server || !plugin.list) continue;
+        plugin.server->publish(plugin.list);
+        return true;
+    }
+    return false;
+}
+
 void PluginHost::resourceChanged(ResourceState state) {
     if (stopped_) return;
     auto [it, added] = plugins_.try_emplace(state.resource);

@@ -39,6 +39,12 @@ public:
     bool slotsChanged(const ResourceState& changes) override;
     void resourceWithdrawn(const std::string& resource) override;
 
+    // Sends one registered plugin's device list again, unchanged. The kubelet records its
+    // device state, and writes its device checkpoint, on every list it receives: after a
+    // pod has ended, that is when its allocations leave the checkpoint. False when no
+    // plugin is registered.
+    bool resendOneList();
+
     KubeletState kubeletState() const;
     std::string kubeletSocket() const { return dir_ + "/kubelet.sock"; }
     std::size_t registered() const { return registered_; }

@@ -70,7 +70,7 @@ bool readHeldDevices(std::string_view response, std::vector<PodDevice>& held) {
                         return true;
                     });
                 for (std::string_view id : ids)
-                    held.push_back({std::string(resource), std::string(id), {}, {}});
+                    held.push_back({std::string(resource), std::string(id), {}, {}, {}});
                 return read;
             });
         });

@@ -610,6 +610,15 @@ std::string resourceConflict(const Configuration& candidate, const std::vector<C
                    (other == &candidate ? "" : " (" + where(*other) + ")") +
                    "; choose a name that does not end in '-' and six hex digits";
         }
+        // The other way round: a configuration already accepted has the form of one of
+        // this one's instance resources. Either order of loading is refused.
+        const std::string otherResource = configurationLevelResource(*other, resourceDomain);
+        const std::string ownPrefix = resourceDomain + "/" + candidate.name + "-";
+        if (other != &candidate && otherResource.starts_with(ownPrefix) &&
+            isHash(std::string_view(otherResource).substr(ownPrefix.size()))) {
+            return "configuration " + inQuotes(other->name) + " (" + where(*other) + ") offers " +
+                   inQuotes(otherResource) + ", which has the form of an instance resource of this one";
+        }
     }
     return {};
 }

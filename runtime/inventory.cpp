@@ -71,15 +71,26 @@ void Inventory::applyConfigurations(const std::vector<Configuration>& configurat
         const bool capacityChanged = !added && c.configuration.capacity != configuration.capacity;
         if (!added && c.resource != resource) {
             // Another configuration earlier in this list may have taken the old name.
-            if (auto owner = resourceOwners_.find(c.resource);
-                owner != resourceOwners_.end() && owner->second == configuration.name)
-                resourceOwners_.erase(owner);
+            if (auto owner = owners_.find(c.resource);
+                owner != owners_.end() && owner->second.configuration == configuration.name &&
+                owner->second.instance.empty())
+                owners_.erase(owner);
             changed_.insert(c.resource);  // withdrawn by publish() unless re-owned
         }
         c.configuration = configuration;
         c.resource = resource;
         c.removalGrace = grace == removalGrace.end() ? std::chrono::milliseconds(0) : grace->second;
-        resourceOwners_[resource] = configuration.name;
+        if (auto owner = owners_.find(resource);
+            owner != owners_.end() && !owner->second.instance.empty() &&
+            owner->second.configuration != configuration.name) {
+            // The daemon refuses such a configuration before it gets here; if one slips
+            // through, the instance keeps its resource and this configuration offers none.
+            event("error", configuration.name,
+                  "configuration " + configuration.name + " cannot offer " + resource + ": it is the resource of instance " +
+                      owner->second.instance + " of configuration " + owner->second.configuration);
+        } else {
+            owners_[resource] = ResourceOwner{configuration.name, {}};
+        }
         changed_.insert(resource);
         if (added) {
             adoptRetainedSlots(c);
@@ -107,6 +118,7 @@ void Inventory::applyConfigurations(const std::vector<Configuration>& configurat
     for (const auto& [name, c] : configurations_) {
         if (!wanted.count(name)) removed.push_back(name);
     }
+    // A renamed resource may now be free for a configuration refused it before.
     for (const std::string& name : removed) removeConfiguration(name);
     publish();
 }
@@ -127,10 +139,11 @@ void Inventory::removeConfiguration(const std::string& name) {
     }
     if (store_) (void)store_->deactivateConfiguration(name, clock_.wallMs());
     changed_.insert(c.resource);
+    forgetInstanceRecords(c);
     // A renamed configuration that kept its resource already owns it again.
-    if (auto owner = resourceOwners_.find(c.resource);
-        owner != resourceOwners_.end() && owner->second == name)
-        resourceOwners_.erase(owner);
+    if (auto owner = owners_.find(c.resource);
+        owner != owners_.end() && owner->second.configuration == name && owner->second.instance.empty())
+        owners_.erase(owner);
     event("info", name,
           "configuration " + name + " removed; its " + std::to_string(c.instances.size()) +
               " instance(s) are withdrawn" +
@@ -165,27 +178,28 @@ void Inventory::adoptRetainedSlots(ConfigurationState& c) {
 
 void Inventory::placeHeldSlot(ConfigurationState& c, const std::string& instanceName,
                               const std::string& deviceId, int index, const Slot& slot) {
-    auto [iit, added] = c.instances.try_emplace(instanceName);
-    InstanceState& instance = iit->second;
-    if (added) {
-        instance.name = instanceName;
-        instance.configuration = c.configuration.name;
-        instance.device.id = deviceId;
+    InstanceState* record = instanceRecord(c, instanceName);
+    if (!record) {
+        // Its resource is another configuration's now: the hold stays, retained.
+        retained_[slotId(instanceName, index)] =
+            RetainedSlot{c.configuration.name, instanceName, deviceId, index, slot};
+        return;
     }
+    InstanceState& instance = *record;
+    if (instance.device.id.empty()) instance.device.id = deviceId;
     if (static_cast<int>(instance.slots.size()) <= index) instance.slots.resize(index + 1);
     instance.slots[index] = slot;
     resizeSlots(c, instance);
     markChanged(c, &instance);
 }
 
-void Inventory::reconcileRetained(const std::set<std::pair<std::string, std::string>>& held,
-                                  std::chrono::milliseconds grace) {
+void Inventory::reconcileRetained(std::chrono::milliseconds grace, bool& lags) {
     const auto now = clock_.steady();
     for (auto it = retained_.begin(); it != retained_.end();) {
         RetainedSlot& r = it->second;
-        if (held.count({r.slot.holderResource, it->first})) {
+        if (podsHeld_.count({r.slot.holderResource, it->first})) {
             r.slot.lastConfirmed = now;
-        } else if (now - r.slot.lastConfirmed >= grace) {
+        } else if (releasable(r.slot, it->first, grace, lags)) {
             if (store_) {
                 if (auto outcome = store_->releaseSlots({it->first}); !outcome) {
                     log.warning() << "slot " << it->first << " stays held: " << outcome.error();
@@ -200,7 +214,7 @@ void Inventory::reconcileRetained(const std::set<std::pair<std::string, std::str
             }
             event("info", r.instance,
                   "slot " + it->first + " of removed configuration " + r.configuration +
-                      " released: no pod holds it any more");
+                      " released: no container holds it any more");
             it = retained_.erase(it);
             continue;
         }
@@ -289,11 +303,11 @@ void Inventory::reportSnapshot(const std::string& configuration, std::vector<Ins
                           << "\"; offering the first only";
             continue;
         }
-        auto [it, added] = c.instances.try_emplace(name);
-        InstanceState& instance = it->second;
-        if (added || instance.device.id.empty()) {
-            instance.name = name;
-            instance.configuration = configuration;
+        const bool known = c.instances.count(name) > 0;
+        InstanceState* record = instanceRecord(c, name);
+        if (!record) continue;
+        InstanceState& instance = *record;
+        if (!known || instance.device.id.empty()) {
             if (!instance.firstSeenMs) instance.firstSeenMs = nowMs;
         }
         const bool wasOffered = instance.offered;
@@ -305,6 +319,7 @@ void Inventory::reportSnapshot(const std::string& configuration, std::vector<Ins
         instance.lastSeenMs = nowMs;
         if (!wasPresent) {
             resizeSlots(c, instance);
+            if (!known) adoptKnownHolders(name);
             markChanged(c, &instance);
             saveInstance(instance);
             event("info", name,
@@ -390,6 +405,8 @@ void Inventory::dropInstance(ConfigurationState& c, const std::string& name) {
     changed_.insert(instanceResource(name));
     changed_.insert(c.resource);
     c.instances.erase(name);
+    owners_.erase(instanceResource(name));
+    instanceOwners_.erase(name);
     if (store_) (void)store_->removeInstance(name);
 }
 
@@ -398,58 +415,89 @@ void Inventory::dropInstance(ConfigurationState& c, const std::string& name) {
 
 std::pair<const Inventory::ConfigurationState*, const Inventory::InstanceState*> Inventory::resolve(
     const std::string& resource) const {
-    if (auto owner = resourceOwners_.find(resource); owner != resourceOwners_.end()) {
-        auto c = configurations_.find(owner->second);
-        if (c != configurations_.end()) return {&c->second, nullptr};
-    }
-    const std::string prefix = domain_ + "/";
-    if (resource.compare(0, prefix.size(), prefix) != 0) return {nullptr, nullptr};
-    const std::string name = resource.substr(prefix.size());
-    const auto dash = name.rfind('-');
-    if (dash == std::string::npos) return {nullptr, nullptr};
-    auto c = configurations_.find(name.substr(0, dash));
+    auto owner = owners_.find(resource);
+    if (owner == owners_.end()) return {nullptr, nullptr};
+    auto c = configurations_.find(owner->second.configuration);
     if (c == configurations_.end()) return {nullptr, nullptr};
-    auto i = c->second.instances.find(name);
+    if (owner->second.instance.empty()) return {&c->second, nullptr};
+    auto i = c->second.instances.find(owner->second.instance);
     if (i == c->second.instances.end()) return {nullptr, nullptr};
     return {&c->second, &i->second};
 }
 
 bool Inventory::isConfigurationLevel(const std::string& resource) const {
-    return resourceOwners_.count(resource) > 0;
+    auto owner = owners_.find(resource);
+    return owner != owners_.end() && owner->second.instance.empty();
 }
 
 Inventory::SlotRef Inventory::findSlot(const std::string& deviceId) {
     auto [instanceName, index] = splitSlotId(deviceId);
     if (index < 0) return {};
-    const auto dash = instanceName.rfind('-');
-    if (dash == std::string::npos) return {};
-    auto c = configurations_.find(instanceName.substr(0, dash));
+    auto owner = instanceOwners_.find(instanceName);
+    if (owner == instanceOwners_.end()) return {};
+    auto c = configurations_.find(owner->second);
     if (c == configurations_.end()) return {};
     auto i = c->second.instances.find(instanceName);
     if (i == c->second.instances.end() || index >= static_cast<int>(i->second.slots.size())) return {};
     return {&c->second, &i->second, index};
 }
 
-std::variant<ContainerGrant, AllocationRefused> Inventory::allocate(
-    const std::string& resource, const std::vector<std::string>& deviceIds) {
+Inventory::InstanceState* Inventory::instanceRecord(ConfigurationState& c, const std::string& name) {
+    if (auto it = c.instances.find(name); it != c.instances.end()) return &it->second;
+    const std::string resource = instanceResource(name);
+    if (auto owner = owners_.find(resource); owner != owners_.end()) {
+        const std::string clash = "instance " + name + " of configuration " + c.configuration.name +
+                                  " is not offered: its resource " + resource + " is offered by configuration " +
+                                  owner->second.configuration;
+        if (reportedConflicts_.insert(clash).second) event("error", name, clash);
+        return nullptr;
+    }
+    InstanceState& instance = c.instances[name];
+    instance.name = name;
+    instance.configuration = c.configuration.name;
+    owners_[resource] = ResourceOwner{c.configuration.name, name};
+    instanceOwners_[name] = c.configuration.name;
+    return &instance;
+}
+
+void Inventory::forgetInstanceRecords(const ConfigurationState& c) {
+    for (const auto& [name, instance] : c.instances) {
+        owners_.erase(instanceResource(name));
+        instanceOwners_.erase(name);
+    }
+}
+
+std::variant<ContainerGrant, AllocationRefused> Inventory::allocate(const std::string& resource,
+                                                                    const std::vector<std::string>& deviceIds) {
+    auto result = allocateContainers(resource, {deviceIds});
+    if (auto* refused = std::get_if<AllocationRefused>(&result)) return std::move(*refused);
+    return std::move(std::get<std::vector<ContainerGrant>>(result).front());
+}
+
+std::variant<std::vector<ContainerGrant>, AllocationRefused> Inventory::allocateContainers(
+    const std::string& resource, const std::vector<std::vector<std::string>>& containers) {
     ++revision_;  // the counts change either way
-    auto result = grant(resource, deviceIds);
+    auto result = grant(resource, containers);
     const ConfigurationState* config = resolve(resource).first;
     AllocationCounts& counts = allocationCounts_[config ? config->configuration.name : std::string()];
-    ++(std::holds_alternative<ContainerGrant>(result) ? counts.granted : counts.refused);
+    ++(std::holds_alternative<AllocationRefused>(result) ? counts.refused : counts.granted);
     return result;
 }
 
-std::variant<ContainerGrant, AllocationRefused> Inventory::grant(const std::string& resource,
-                                                                 const std::vector<std::string>& deviceIds) {
+std::variant<std::vector<Inventory::SlotRef>, AllocationRefused> Inventory::checkRequest(
+    const std::string& resource, const std::vector<std::string>& deviceIds, std::set<std::string>& taken) {
     auto [config, onlyInstance] = resolve(resource);
-    if (!config) return AllocationRefused{"devlet does not offer " + resource};
     if (deviceIds.empty()) return AllocationRefused{"no device ids in the request for " + resource};
     std::vector<SlotRef> refs;
     std::set<std::string> unique;
     std::map<const InstanceState*, int> perInstance;
     for (const std::string& id : deviceIds) {
         if (!unique.insert(id).second) continue;
+        if (!taken.insert(id).second) {
+            return AllocationRefused{"slot " + id +
+                                     " is requested for two containers in one request; one slot is never "
+                                     "given twice"};
+        }
         SlotRef ref = findSlot(id);
         if (!ref.instance || ref.configuration != config || (onlyInstance && ref.instance != onlyInstance)) {
             return AllocationRefused{"device " + id + " is not part of " + resource};
@@ -476,23 +524,41 @@ std::variant<ContainerGrant, AllocationRefused> Inventory::grant(const std::stri
         }
         refs.push_back(ref);
     }
+    return refs;
+}
+
+std::variant<std::vector<ContainerGrant>, AllocationRefused> Inventory::grant(
+    const std::string& resource, const std::vector<std::vector<std::string>>& containers) {
+    auto [config, onlyInstance] = resolve(resource);
+    if (!config) return AllocationRefused{"devlet does not offer " + resource};
+    if (containers.empty()) return AllocationRefused{"no container in the request for " + resource};
+    // Every container is checked before anything is written: a refusal holds nothing.
+    std::vector<std::vector<SlotRef>> requested;
+    std::set<std::string> taken;
+    for (const std::vector<std::string>& deviceIds : containers) {
+        auto checked = checkRequest(resource, deviceIds, taken);
+        if (auto* refused = std::get_if<AllocationRefused>(&checked)) return std::move(*refused);
+        requested.push_back(std::move(std::get<std::vector<SlotRef>>(checked)));
+    }
 
     const std::int64_t nowMs = clock_.wallMs();
     std::vector<StoredSlot> records;
-    for (const SlotRef& ref : refs) {
-        const Slot& slot = ref.instance->slots[ref.index];
-        if (slot.holderResource == resource) continue;  // same-resource re-offer: already recorded
-        StoredSlot record;
-        record.deviceId = slotId(ref.instance->name, ref.index);
-        record.instance = ref.instance->name;
-        record.configuration = ref.configuration->configuration.name;
-        record.index = ref.index;
-        record.holderResource = resource;
-        record.sinceMs = nowMs;
-        records.push_back(std::move(record));
+    for (const std::vector<SlotRef>& refs : requested) {
+        for (const SlotRef& ref : refs) {
+            const Slot& slot = ref.instance->slots[ref.index];
+            if (slot.holderResource == resource) continue;  // same-resource re-offer: already recorded
+            StoredSlot record;
+            record.deviceId = slotId(ref.instance->name, ref.index);
+            record.instance = ref.instance->name;
+            record.configuration = ref.configuration->configuration.name;
+            record.index = ref.index;
+            record.holderResource = resource;
+            record.sinceMs = nowMs;
+            records.push_back(std::move(record));
+        }
     }
-    // The holder is durable before the kubelet hears "yes": a crash after this
-    // point can never lead to the slot being given twice.
+    // The holders are durable (one transaction, synced) before the kubelet hears "yes": a
+    // crash or a power loss after this point can never lead to a slot given twice.
     if (store_ && !records.empty()) {
         if (auto outcome = store_->holdSlots(records); !outcome) {
             event("error", resource, "allocation refused: " + outcome.error());
@@ -503,23 +569,27 @@ std::variant<ContainerGrant, AllocationRefused> Inventory::grant(const std::stri
         }
     }
     const auto now = clock_.steady();
-    std::vector<const InstanceState*> granted;
-    for (const SlotRef& ref : refs) {
-        Slot& slot = ref.instance->slots[ref.index];
-        if (slot.holderResource != resource) {
-            markHolderChanged(*ref.configuration, *ref.instance, ref.index, slot.holderResource, resource);
-            slot.holderResource = resource;
-            slot.sinceMs = nowMs;
-            slot.pod.clear();
-            slot.podNamespace.clear();
-            log.debug() << "slot " << slotId(ref.instance->name, ref.index) << " held through " << resource;
+    std::vector<ContainerGrant> grants;
+    for (const std::vector<SlotRef>& refs : requested) {
+        std::vector<const InstanceState*> granted;
+        for (const SlotRef& ref : refs) {
+            Slot& slot = ref.instance->slots[ref.index];
+            if (slot.holderResource != resource) {
+                markHolderChanged(*ref.configuration, *ref.instance, ref.index, slot.holderResource, resource);
+                slot.holderResource = resource;
+                slot.sinceMs = nowMs;
+                slot.pod.clear();
+                slot.podNamespace.clear();
+                log.debug() << "slot " << slotId(ref.instance->name, ref.index) << " held through " << resource;
+            }
+            slot.lastConfirmed = now;
+            if (std::find(granted.begin(), granted.end(), ref.instance) == granted.end())
+                granted.push_back(ref.instance);
         }
-        slot.lastConfirmed = now;
-        if (std::find(granted.begin(), granted.end(), ref.instance) == granted.end())
-            granted.push_back(ref.instance);
+        grants.push_back(grantFor(*config, granted));
     }
     publish();
-    return grantFor(*config, granted);
+    return grants;
 }
 
 ContainerGrant Inventory::grantFor(const ConfigurationState& c,
@@ -639,41 +709,39 @@ std::vector<std::string> Inventory::preferredAllocation(const std::string& resou
     return result;
 }
 
-void Inventory::reconcilePods(const std::vector<PodDevice>& held, std::chrono::milliseconds grace) {
-    std::map<std::pair<std::string, std::string>, const PodDevice*> byDevice;
-    for (const PodDevice& device : held) byDevice[{device.resource, device.deviceId}] = &device;
-    const auto now = clock_.steady();
-
-    // The kubelet knows best: a slot it reports held that devlet thinks free (state
-    // lost, or held before devlet started) is adopted rather than offered again.
-    for (const PodDevice& device : held) {
-        SlotRef ref = findSlot(device.deviceId);
-        if (!ref.instance || !ref.instance->slots[ref.index].holderResource.empty()) continue;
-        auto [config, onlyInstance] = resolve(device.resource);
-        if (config != ref.configuration || (onlyInstance && onlyInstance != ref.instance)) continue;
-        StoredSlot record{device.deviceId, ref.instance->name, config->configuration.name,
-                          ref.index,       device.resource,    clock_.wallMs(),
-                          device.pod,      device.podNamespace};
-        if (store_) {
-            if (auto outcome = store_->holdSlots({record}); !outcome) {
-                log.warning() << outcome.error();
-                continue;
-            }
+Inventory::Reconciled Inventory::reconcile(const KubeletEvidence& evidence, std::chrono::milliseconds grace) {
+    podsHeld_.clear();
+    checkpointHeld_.clear();
+    lastHolders_.clear();
+    if (evidence.pods) {
+        for (const PodDevice& device : *evidence.pods) {
+            podsHeld_.emplace(device.resource, device.deviceId);
+            lastHolders_.emplace(splitSlotId(device.deviceId).first, device);
         }
-        Slot& slot = ref.instance->slots[ref.index];
-        markHolderChanged(*ref.configuration, *ref.instance, ref.index, slot.holderResource, device.resource);
-        slot.holderResource = device.resource;
-        slot.sinceMs = record.sinceMs;
-        slot.lastConfirmed = now;
-        event("warning", ref.instance->name,
-              "slot " + device.deviceId + " is held by pod " + device.podNamespace + "/" + device.pod +
-                  " through " + device.resource + " but was not recorded; adopted");
     }
+    if (evidence.checkpoint) {
+        for (const PodDevice& device : *evidence.checkpoint) {
+            checkpointHeld_.emplace(device.resource, device.deviceId);
+            lastHolders_.emplace(splitSlotId(device.deviceId).first, device);
+        }
+    }
+    // Absence counts only from a kubelet that can know (see KubeletEvidence).
+    evidenceTrusted_ = evidence.pods && evidence.checkpointError.empty() &&
+                       (evidence.checkpoint || !evidence.pods->empty());
 
-    std::set<std::pair<std::string, std::string>> heldIds;
-    for (const auto& [key, device] : byDevice) heldIds.insert(key);
-    reconcileRetained(heldIds, grace);
+    // The kubelet knows best: a slot it reports held that devlet thinks free (state lost,
+    // or held before devlet started) is adopted rather than offered again.
+    if (evidence.pods) adopt(*evidence.pods, "PodResources");
+    if (evidence.checkpoint) adopt(*evidence.checkpoint, "the kubelet's device checkpoint");
 
+    const auto now = clock_.steady();
+    bool lags = false;
+    reconcileRetained(grace, lags);
+
+    std::map<std::pair<std::string, std::string>, const PodDevice*> named;
+    if (evidence.pods) {
+        for (const PodDevice& device : *evidence.pods) named[{device.resource, device.deviceId}] = &device;
+    }
     for (auto& [configName, c] : configurations_) {
         std::vector<std::string> emptied;
         for (auto& [name, instance] : c.instances) {
@@ -681,8 +749,7 @@ void Inventory::reconcilePods(const std::vector<PodDevice>& held, std::chrono::m
                 Slot& slot = instance.slots[k];
                 if (slot.holderResource.empty()) continue;
                 const std::string id = slotId(name, static_cast<int>(k));
-                auto found = byDevice.find({slot.holderResource, id});
-                if (found != byDevice.end()) {
+                if (auto found = named.find({slot.holderResource, id}); found != named.end()) {
                     slot.lastConfirmed = now;
                     const PodDevice& pod = *found->second;
                     if (slot.pod != pod.pod || slot.podNamespace != pod.podNamespace) {
@@ -693,8 +760,8 @@ void Inventory::reconcilePods(const std::vector<PodDevice>& held, std::chrono::m
                         log.info() << "slot " << id << " is used by pod " << pod.podNamespace << "/"
                                    << pod.pod;
                     }
-                } else if (now - slot.lastConfirmed >= grace) {
-                    releaseSlot(c, instance, static_cast<int>(k), "no pod holds it any more");
+                } else if (releasable(slot, id, grace, lags)) {
+                    releaseSlot(c, instance, static_cast<int>(k), "no container holds it any more");
                 }
             }
             resizeSlots(c, instance);
@@ -705,6 +772,67 @@ void Inventory::reconcilePods(const std::vector<PodDevice>& held, std::chrono::m
         for (const std::string& name : emptied) dropInstance(c, name);
     }
     publish();
+    return {lags};
+}
+
+bool Inventory::releasable(const Slot& slot, const std::string& id, std::chrono::milliseconds grace,
+                           bool& lags) const {
+    if (!evidenceTrusted_ || clock_.steady() - slot.lastConfirmed < grace) return false;
+    if (checkpointHeld_.count({slot.holderResource, id})) {
+        lags = true;
+        return false;
+    }
+    return true;
+}
+
+void Inventory::adopt(const std::vector<PodDevice>& held, const std::string& source) {
+    const auto now = clock_.steady();
+    for (const PodDevice& device : held) {
+        SlotRef ref = findSlot(device.deviceId);
+        if (!ref.instance) continue;
+        auto [config, onlyInstance] = resolve(device.resource);
+        if (config != ref.configuration || (onlyInstance && onlyInstance != ref.instance)) continue;
+        Slot& slot = ref.instance->slots[ref.index];
+        const std::string who = device.pod.empty()
+                                    ? (device.podUid.empty() ? std::string("a container") : "pod uid " + device.podUid)
+                                    : "pod " + device.podNamespace + "/" + device.pod;
+        if (slot.holderResource == device.resource) continue;
+        if (!slot.holderResource.empty()) {
+            // Two holders through two resources: the kubelet's word and devlet's record
+            // disagree. devlet keeps its record (both stay Unhealthy to everyone else); a
+            // person has to look.
+            const std::string conflict = "slot " + device.deviceId + " is held by " + who + " through " +
+                                         device.resource + " according to " + source +
+                                         ", but devlet records it held through " + slot.holderResource +
+                                         "; both resources keep it from any other pod";
+            if (reportedConflicts_.insert(conflict).second) event("error", ref.instance->name, conflict);
+            continue;
+        }
+        StoredSlot record{device.deviceId, ref.instance->name, config->configuration.name,
+                          ref.index,       device.resource,    clock_.wallMs(),
+                          device.pod,      device.podNamespace};
+        if (store_) {
+            if (auto outcome = store_->holdSlots({record}); !outcome) {
+                log.warning() << outcome.error();
+                continue;
+            }
+        }
+        markHolderChanged(*ref.configuration, *ref.instance, ref.index, slot.holderResource, device.resource);
+        slot.holderResource = device.resource;
+        slot.sinceMs = record.sinceMs;
+        slot.pod = device.pod;
+        slot.podNamespace = device.podNamespace;
+        slot.lastConfirmed = now;
+        event("warning", ref.instance->name,
+              "slot " + device.deviceId + " is held by " + who + " through " + device.resource +
+                  " according to " + source + " but was not recorded; adopted");
+    }
+}
+
+void Inventory::adoptKnownHolders(const std::string& instance) {
+    std::vector<PodDevice> mine;
+    for (auto [it, end] = lastHolders_.equal_range(instance); it != end; ++it) mine.push_back(it->second);
+    if (!mine.empty()) adopt(mine, "the kubelet");
 }
 
 void Inventory::releaseSlot(ConfigurationState& c, InstanceState& instance, int index,

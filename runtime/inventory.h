@@ -68,12 +68,31 @@ struct AllocationRefused {
     std::string message;
 };
 
-// A device the kubelet's PodResources API reports as held by a container.
+// A device the kubelet reports as held by a container: PodResources names its pod, the
+// kubelet's device checkpoint only the pod's uid.
 struct PodDevice {
     std::string resource;
     std::string deviceId;
     std::string pod;
     std::string podNamespace;
+    std::string podUid;
+};
+
+// What the kubelet says, at one moment, about which devices containers hold. A slot is
+// released only on positive evidence that no container uses it (docs/guarantees.md):
+// - PodResources answered, and does not list it, for the release grace period;
+// - the kubelet's device checkpoint does not list it either: a kubelet drops a pod's
+//   devices from it only once it knows all its pods (its sources are ready), so a kubelet
+//   that restarted without its API server keeps listing what running containers hold;
+// - a kubelet that writes no checkpoint counts only while PodResources lists some device:
+//   an empty answer is what a kubelet that has not learned its pods yet gives.
+struct KubeletEvidence {
+    // PodResources List; nullopt when it did not answer.
+    std::optional<std::vector<PodDevice>> pods;
+    // The devices the kubelet's checkpoint records as allocated; nullopt when it has none.
+    std::optional<std::vector<PodDevice>> checkpoint;
+    // The checkpoint exists but could not be read: nothing is released while it lasts.
+    std::string checkpointError;
 };
 
 struct SlotView {
@@ -148,6 +167,12 @@ public:
     std::optional<std::chrono::steady_clock::time_point> expireGone();
 
     // --- allocation (called for the kubelet) ------------------------------------
+    // One Allocate call: the device ids of each container in the request. It is one
+    // decision: every container's slots are checked, then written in one transaction, or
+    // the whole request is refused and nothing is held.
+    std::variant<std::vector<ContainerGrant>, AllocationRefused> allocateContainers(
+        const std::string& resource, const std::vector<std::vector<std::string>>& containers);
+    // One container's devices (tests and tools).
     std::variant<ContainerGrant, AllocationRefused> allocate(const std::string& resource,
                                                              const std::vector<std::string>& deviceIds);
     // Allocate calls answered since start, by configuration ("" for resources devlet does
@@ -160,9 +185,15 @@ public:
     std::vector<std::string> preferredAllocation(const std::string& resource,
                                                  const std::vector<std::string>& available,
                                                  const std::vector<std::string>& mustInclude, int size) const;
-    // Reconciles held slots with what the kubelet says pods hold; frees slots no
-    // pod has held for `grace`.
-    void reconcilePods(const std::vector<PodDevice>& held, std::chrono::milliseconds grace);
+    // Reconciles held slots with what the kubelet says: adopts a slot it reports held that
+    // devlet does not record, and frees a slot only on positive evidence that no container
+    // has held it for `grace` (see KubeletEvidence).
+    struct Reconciled {
+        // A slot PodResources has not listed for `grace` is still in the kubelet's
+        // checkpoint: the kubelet writes it anew with its next device-list update.
+        bool checkpointLags = false;
+    };
+    Reconciled reconcile(const KubeletEvidence& evidence, std::chrono::milliseconds grace);
 
     // --- publishing ---------------------------------------------------------------
     // By default every change reaches the observer before the call that made it returns.
@@ -202,6 +233,8 @@ private:
         std::int64_t sinceMs = 0;
         std::string pod;
         std::string podNamespace;
+        // The last evidence that a container uses it: its allocation, or PodResources
+        // listing it. The release grace counts from here.
         std::chrono::steady_clock::time_point lastConfirmed{};
     };
     struct InstanceState {
@@ -229,7 +262,23 @@ private:
         int index = -1;
     };
 
+    // Who offers a resource: a configuration (instance empty) or one of its instances.
+    struct ResourceOwner {
+        std::string configuration;
+        std::string instance;
+    };
+
     SlotRef findSlot(const std::string& deviceId);
+    // The instance's record, made if new; nullptr when its resource is another
+    // configuration's (the clash is an event, once).
+    InstanceState* instanceRecord(ConfigurationState& c, const std::string& name);
+    void forgetInstanceRecords(const ConfigurationState& c);
+    // Takes the slots the kubelet reports held that devlet does not record; reports a slot
+    // held through another resource than devlet's record says as a conflict.
+    void adopt(const std::vector<PodDevice>& held, const std::string& source);
+    // What the latest evidence says is held, applied to a configuration's instances when
+    // they are first seen (a device discovered after the kubelet reported its holder).
+    void adoptKnownHolders(const std::string& instance);
     // The configuration (and, for an instance-level resource, the instance) behind a resource.
     std::pair<const ConfigurationState*, const InstanceState*> resolve(const std::string& resource) const;
     bool slotHealthy(const ConfigurationState& c, const InstanceState& i, int index,
@@ -247,8 +296,13 @@ private:
     // Marks the resources in which a slot's health differs between two holders.
     void markHolderChanged(const ConfigurationState& c, const InstanceState& instance, int index,
                            const std::string& before, const std::string& after);
-    std::variant<ContainerGrant, AllocationRefused> grant(const std::string& resource,
-                                                          const std::vector<std::string>& deviceIds);
+    // One container's slots, checked against the rules; `taken` collects the request's
+    // slots so far (one slot is never in two containers of a request).
+    std::variant<std::vector<SlotRef>, AllocationRefused> checkRequest(const std::string& resource,
+                                                                       const std::vector<std::string>& deviceIds,
+                                                                       std::set<std::string>& taken);
+    std::variant<std::vector<ContainerGrant>, AllocationRefused> grant(
+        const std::string& resource, const std::vector<std::vector<std::string>>& containers);
     void publish();  // now, or scheduled (see setPublishScheduler)
     // Hands the observer just the slots of a configuration-level resource that changed;
     // false if it needs the full list instead.
@@ -273,15 +327,25 @@ private:
     };
     void retainHeldSlots(ConfigurationState& c);
     void adoptRetainedSlots(ConfigurationState& c);
-    void reconcileRetained(const std::set<std::pair<std::string, std::string>>& held,
-                           std::chrono::milliseconds grace);
+    // Whether the evidence allows releasing a slot held through `resource`; sets `lags`
+    // when only the checkpoint still lists it.
+    bool releasable(const Slot& slot, const std::string& id, std::chrono::milliseconds grace, bool& lags) const;
+    void reconcileRetained(std::chrono::milliseconds grace, bool& lags);
     // Puts a held slot into its instance, creating the instance record if needed.
     void placeHeldSlot(ConfigurationState& c, const std::string& instance, const std::string& deviceId,
                        int index, const Slot& slot);
 
     std::map<std::string, ConfigurationState> configurations_;
     std::map<std::string, RetainedSlot> retained_;       // by slot id
-    std::map<std::string, std::string> resourceOwners_;  // CL resource -> configuration
+    std::map<std::string, ResourceOwner> owners_;        // every offered resource's owner
+    std::map<std::string, std::string> instanceOwners_;  // instance -> configuration
+    // The latest evidence, by (resource, device id): what PodResources listed, what the
+    // checkpoint listed, and whether absence from them counts (evidenceTrusted_).
+    std::set<std::pair<std::string, std::string>> podsHeld_;
+    std::set<std::pair<std::string, std::string>> checkpointHeld_;
+    std::multimap<std::string, PodDevice> lastHolders_;  // both sources, by instance: adopted on discovery
+    bool evidenceTrusted_ = false;
+    std::set<std::string> reportedConflicts_;  // said once each
     std::set<std::string> changed_;                      // resources to re-publish
     // Slots (instance, index) whose holder changed, by configuration-level resource: sent
     // as changes unless the resource is in changed_ too.

@@ -640,6 +640,16 @@ TEST(ResourceConflict, NameShapedLikeAnotherConfigurationsInstanceResourceConfli
         << why;
 }
 
+TEST(ResourceConflict, InstanceShapedNameConflictsInEitherOrderOfLoading) {
+    // "cams-8120fe" loaded first, "cams" second: "cams"' instance of foo0 would be offered
+    // under the first one's resource.
+    const std::string why = resourceConflict(named("cams"), {named("cams-8120fe")}, "akri.sh");
+    EXPECT_NE(why.find("configuration \"cams-8120fe\" (cams-8120fe.yaml:4) offers \"akri.sh/cams-8120fe\", which has "
+                       "the form of an instance resource of this one"),
+              std::string::npos)
+        << why;
+}
+
 TEST(ResourceConflict, OverrideShapedLikeItsOwnInstanceResourceConflicts) {
     EXPECT_NE(resourceConflict(named("cams", "akri.sh/cams-abcdef"), {}, "akri.sh"), "");
 }

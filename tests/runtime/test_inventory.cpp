@@ -88,6 +88,11 @@ Configuration echoConfiguration(const std::string& name, int capacity) {
     return configuration;
 }
 
+// What a kubelet says whose device checkpoint agrees with PodResources.
+KubeletEvidence kubeletSays(std::vector<PodDevice> held) {
+    return KubeletEvidence{held, held, {}};
+}
+
 Instance echoDevice(const std::string& description) {
     Instance instance;
     instance.id = description;
@@ -350,8 +355,9 @@ TEST_F(InventoryTest, ConfigurationListGetsOnlyTheSlotsWhoseHolderChanged) {
 
     // A slot freed is a changed slot too.
     advance(11s);
-    inventory().reconcilePods(
-        {{kFoo0Il, "echo-8120fe-0", "pod", "default"}, {kFoo0Il, "echo-8120fe-1", "pod", "default"}}, 10s);
+    inventory().reconcile(
+        kubeletSays({{kFoo0Il, "echo-8120fe-0", "pod", "default", ""}, {kFoo0Il, "echo-8120fe-1", "pod", "default", ""}}),
+        10s);
     EXPECT_EQ(observer_.slotChangesOf, (std::map<std::string, int>{{kCl, 3}}));
     EXPECT_EQ(healthyIds(kCl), (std::vector<std::string>{"echo-a19705-0", "echo-a19705-1"}));
 }
@@ -447,9 +453,9 @@ TEST_F(InventoryTest, RevisionChangesWithWhatTheStatusPageShows) {
     EXPECT_FALSE(changed());
     allocateOk(kCl, {"echo-8120fe-0"});
     EXPECT_TRUE(changed());
-    inventory().reconcilePods({{kCl, "echo-8120fe-0", "pod-a", "ns"}}, 1s);
+    inventory().reconcile(kubeletSays({{kCl, "echo-8120fe-0", "pod-a", "ns", ""}}), 1s);
     EXPECT_TRUE(changed()) << "the pod's name is shown";
-    inventory().reconcilePods({{kCl, "echo-8120fe-0", "pod-a", "ns"}}, 1s);
+    inventory().reconcile(kubeletSays({{kCl, "echo-8120fe-0", "pod-a", "ns", ""}}), 1s);
     EXPECT_FALSE(changed()) << "the same pods again change nothing";
     inventory().reportProbeError("echo", "broken");
     EXPECT_TRUE(changed());
@@ -486,7 +492,7 @@ TEST_F(InventoryTest, AllocationsAndRefusalsAreCountedByConfiguration) {
 TEST_F(InventoryTest, RefusalNamesHoldingPodOnceKnown) {
     setUpEcho(1);
     allocateOk(kFoo0Il, {"echo-8120fe-0"});
-    inventory().reconcilePods({{kFoo0Il, "echo-8120fe-0", "camera-app", "vision"}}, 5s);
+    inventory().reconcile(kubeletSays({{kFoo0Il, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
     const std::string message = refusal(kCl, {"echo-8120fe-0"});
     EXPECT_NE(message.find("akri.sh/echo-8120fe by pod vision/camera-app"), std::string::npos) << message;
 }
@@ -831,7 +837,7 @@ TEST_F(InventoryTest, WithdrawnDeviceKeepsHeldSlotUntilReleased) {
     // Gone again, and the pod with it: the instance is forgotten.
     inventory().reportSnapshot("echo", {echoDevice("foo1")});
     advance(10s);
-    inventory().reconcilePods({}, 5s);
+    inventory().reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(holder("echo-8120fe-0"), "<no such slot>");
     EXPECT_EQ(inventory_->view()[0].instances.size(), 1u);
 }
@@ -841,7 +847,7 @@ TEST_F(InventoryTest, WithdrawnDeviceKeepsHeldSlotUntilReleased) {
 TEST_F(InventoryTest, ReconcileRecordsPodOfHeldSlot) {
     setUpEcho(1);
     allocateOk(kCl, {"echo-8120fe-0"});
-    inventory().reconcilePods({{kCl, "echo-8120fe-0", "camera-app", "vision"}}, 5s);
+    inventory().reconcile(kubeletSays({{kCl, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
     auto view = slotView("echo-8120fe-0");
     ASSERT_TRUE(view);
     EXPECT_EQ(view->pod, "camera-app");
@@ -853,12 +859,12 @@ TEST_F(InventoryTest, ReconcileFreesUnlistedSlotOnlyAfterGrace) {
     setUpEcho(1);
     allocateOk(kCl, {"echo-8120fe-0"});
     advance(4s);
-    inventory().reconcilePods({}, 5s);
+    inventory().reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(holder("echo-8120fe-0"), kCl);
     EXPECT_FALSE(health(kFoo0Il).at("echo-8120fe-0"));
 
     advance(1s);
-    inventory().reconcilePods({}, 5s);
+    inventory().reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(holder("echo-8120fe-0"), "");
     EXPECT_TRUE(health(kFoo0Il).at("echo-8120fe-0"));
     EXPECT_EQ(inventory_->slotsHeld(), 0u);
@@ -868,12 +874,12 @@ TEST_F(InventoryTest, ReconcileConfirmationRestartsGrace) {
     setUpEcho(1);
     allocateOk(kCl, {"echo-8120fe-0"});
     advance(4s);
-    inventory().reconcilePods({{kCl, "echo-8120fe-0", "camera-app", "vision"}}, 5s);
+    inventory().reconcile(kubeletSays({{kCl, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
     advance(4s);
-    inventory().reconcilePods({}, 5s);
+    inventory().reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(holder("echo-8120fe-0"), kCl);
     advance(1s);
-    inventory().reconcilePods({}, 5s);
+    inventory().reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(holder("echo-8120fe-0"), "");
 }
 
@@ -881,13 +887,13 @@ TEST_F(InventoryTest, ReconcileDoesNotConfirmSlotListedUnderOtherResource) {
     setUpEcho(1);
     allocateOk(kCl, {"echo-8120fe-0"});
     advance(5s);
-    inventory().reconcilePods({{kFoo0Il, "echo-8120fe-0", "camera-app", "vision"}}, 5s);
+    inventory().reconcile(kubeletSays({{kFoo0Il, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
     EXPECT_EQ(holder("echo-8120fe-0"), "");
 }
 
 TEST_F(InventoryTest, ReconcileAdoptsSlotThatPodResourcesListsAsHeld) {
     setUpEcho(2);
-    inventory().reconcilePods({{kFoo0Il, "echo-8120fe-1", "camera-app", "vision"}}, 5s);
+    inventory().reconcile(kubeletSays({{kFoo0Il, "echo-8120fe-1", "camera-app", "vision", ""}}), 5s);
     auto view = slotView("echo-8120fe-1");
     ASSERT_TRUE(view);
     EXPECT_EQ(view->holderResource, kFoo0Il);
@@ -899,10 +905,156 @@ TEST_F(InventoryTest, ReconcileAdoptsSlotThatPodResourcesListsAsHeld) {
 
 TEST_F(InventoryTest, ReconcileDoesNotAdoptSlotUnderForeignResource) {
     setUpEcho(1);
-    inventory().reconcilePods({{kFoo1Il, "echo-8120fe-0", "camera-app", "vision"},
-                               {"akri.sh/other", "echo-a19705-0", "camera-app", "vision"}},
-                              5s);
+    inventory().reconcile(kubeletSays({{kFoo1Il, "echo-8120fe-0", "camera-app", "vision", ""},
+                                       {"akri.sh/other", "echo-a19705-0", "camera-app", "vision", ""}}),
+                          5s);
     EXPECT_EQ(inventory_->slotsHeld(), 0u);
+}
+
+// --- evidence: a slot is released only when the kubelet can know -----------------------
+
+TEST_F(InventoryTest, PodResourcesFailureReleasesNothing) {
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    advance(60s);
+    inventory().reconcile(KubeletEvidence{std::nullopt, std::vector<PodDevice>{}, {}}, 5s);
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+}
+
+TEST_F(InventoryTest, CheckpointListingASlotKeepsItHeldWhilePodResourcesListsNoPod) {
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    allocateOk(kFoo1Il, {"echo-a19705-0"});
+    // A kubelet restarted without its API server: no pod known, the checkpoint intact.
+    const std::vector<PodDevice> checkpoint{{kCl, "echo-8120fe-0", "", "", "uid-a"},
+                                            {kFoo1Il, "echo-a19705-0", "", "", "uid-b"}};
+    for (int poll = 0; poll < 20; ++poll) {
+        advance(5s);
+        auto reconciled = inventory().reconcile(KubeletEvidence{std::vector<PodDevice>{}, checkpoint, {}}, 5s);
+        EXPECT_TRUE(reconciled.checkpointLags);
+    }
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+    EXPECT_EQ(holder("echo-a19705-0"), kFoo1Il);
+    EXPECT_FALSE(health(kFoo0Il).at("echo-8120fe-0"));
+    EXPECT_FALSE(health(kCl).at("echo-a19705-0"));
+}
+
+TEST_F(InventoryTest, SlotGoneFromPodResourcesAndCheckpointIsReleased) {
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    advance(5s);
+    auto reconciled = inventory().reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::vector<PodDevice>{}, {}}, 5s);
+    EXPECT_FALSE(reconciled.checkpointLags);
+    EXPECT_EQ(holder("echo-8120fe-0"), "");
+}
+
+TEST_F(InventoryTest, WithoutCheckpointAnEmptyPodListIsNoEvidence) {
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    allocateOk(kFoo1Il, {"echo-a19705-0"});
+    advance(60s);
+    inventory().reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::nullopt, {}}, 5s);
+    EXPECT_EQ(inventory_->slotsHeld(), 2u) << "an empty answer is what a kubelet that knows no pod gives";
+    // A list that shows the kubelet knows its pods: the slot it leaves out is free.
+    inventory().reconcile(
+        KubeletEvidence{std::vector<PodDevice>{{kFoo1Il, "echo-a19705-0", "app", "ns", ""}}, std::nullopt, {}}, 5s);
+    EXPECT_EQ(holder("echo-8120fe-0"), "");
+    EXPECT_EQ(holder("echo-a19705-0"), kFoo1Il);
+}
+
+TEST_F(InventoryTest, UnreadableCheckpointReleasesNothing) {
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    advance(60s);
+    inventory().reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::nullopt, "cut short"}, 5s);
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+}
+
+TEST_F(InventoryTest, CheckpointHoldIsAdopted) {
+    setUpEcho(2);
+    inventory().reconcile(
+        KubeletEvidence{std::nullopt, std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-1", "", "", "uid-a"}}, {}}, 5s);
+    EXPECT_EQ(holder("echo-8120fe-1"), kFoo0Il);
+    EXPECT_FALSE(health(kCl).at("echo-8120fe-1"));
+    refusal(kCl, {"echo-8120fe-1"});
+}
+
+TEST_F(InventoryTest, HolderReportedBeforeItsDeviceIsFoundIsAdoptedWhenItIs) {
+    configurations_ = {echoConfiguration("echo", 1)};
+    graces_ = {{"echo", 0ms}};
+    inventory().applyConfigurations(configurations_, graces_);
+    inventory().reconcile(
+        KubeletEvidence{std::nullopt, std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-0", "", "", "uid-a"}}, {}}, 5s);
+    inventory().reportSnapshot("echo", {echoDevice("foo0")});
+    EXPECT_EQ(holder("echo-8120fe-0"), kFoo0Il);
+    EXPECT_FALSE(health(kCl).at("echo-8120fe-0")) << "its first list already keeps it from the other resource";
+}
+
+TEST_F(InventoryTest, HolderThroughAnotherResourceIsAConflictEventOnce) {
+    Store& store = useStore();
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    const KubeletEvidence says{std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-0", "app", "vision", ""}},
+                               std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-0", "", "", "uid-a"}}, {}};
+    inventory().reconcile(says, 5s);
+    inventory().reconcile(says, 5s);
+    int conflicts = 0;
+    for (const StoredEvent& event : store.recentEvents(50)) {
+        if (event.message.find("but devlet records it held through akri.sh/echo") != std::string::npos) {
+            ++conflicts;
+            EXPECT_EQ(event.level, "error");
+        }
+    }
+    EXPECT_EQ(conflicts, 2) << "one per source (PodResources, checkpoint), each said once";
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+}
+
+// --- one Allocate is one decision ----------------------------------------------------------
+
+TEST_F(InventoryTest, RequestForSeveralContainersIsGrantedWhole) {
+    useStore();
+    setUpEcho(2);
+    auto result = inventory().allocateContainers(kCl, {{"echo-8120fe-0"}, {"echo-a19705-0", "echo-a19705-1"}});
+    ASSERT_TRUE(std::holds_alternative<std::vector<ContainerGrant>>(result));
+    const auto& grants = std::get<std::vector<ContainerGrant>>(result);
+    ASSERT_EQ(grants.size(), 2u);
+    EXPECT_EQ(grants[0].envs.at("DEVLET_INSTANCES"), kFoo0);
+    EXPECT_EQ(grants[1].envs.at("DEVLET_INSTANCES"), kFoo1);
+    EXPECT_EQ(store_->slots().size(), 3u);
+}
+
+TEST_F(InventoryTest, RefusedContainerLeavesNothingOfTheRequestHeld) {
+    Store& store = useStore();
+    setUpEcho(1);
+    allocateOk(kFoo1Il, {"echo-a19705-0"});
+    auto result = inventory().allocateContainers(kCl, {{"echo-8120fe-0"}, {"echo-a19705-0"}});
+    ASSERT_TRUE(std::holds_alternative<AllocationRefused>(result));
+    EXPECT_NE(std::get<AllocationRefused>(result).message.find("already held through akri.sh/echo-a19705"),
+              std::string::npos);
+    EXPECT_EQ(holder("echo-8120fe-0"), "");
+    EXPECT_EQ(store.slots().size(), 1u);
+}
+
+TEST_F(InventoryTest, OneSlotInTwoContainersOfARequestIsRefused) {
+    setUpEcho(1);
+    auto result = inventory().allocateContainers(kCl, {{"echo-8120fe-0"}, {"echo-8120fe-0"}});
+    ASSERT_TRUE(std::holds_alternative<AllocationRefused>(result));
+    EXPECT_NE(std::get<AllocationRefused>(result).message.find("two containers"), std::string::npos);
+    EXPECT_EQ(inventory_->slotsHeld(), 0u);
+}
+
+// --- resource names ----------------------------------------------------------------------
+
+TEST_F(InventoryTest, InstanceWhoseResourceIsAnotherConfigurationsIsNotOffered) {
+    configurations_ = {echoConfiguration("echo", 1), echoConfiguration("echo-8120fe", 1)};
+    graces_ = {{"echo", 0ms}, {"echo-8120fe", 0ms}};
+    inventory().applyConfigurations(configurations_, graces_);
+    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
+    EXPECT_TRUE(inventory().isConfigurationLevel(kFoo0Il));
+    EXPECT_EQ(health(kCl).count("echo-8120fe-0"), 0u);
+    EXPECT_EQ(health(kCl).count("echo-a19705-0"), 1u);
+    // An Allocate through it reaches the configuration, never the instance.
+    EXPECT_NE(refusal(kFoo0Il, {"echo-8120fe-0"}).find("not part of"), std::string::npos);
 }
 
 // --- the store ------------------------------------------------------------------------
@@ -914,13 +1066,13 @@ TEST_F(InventoryTest, AllocationIsInTheStoreWhenAllocateReturns) {
     StoredSlot expected{"echo-8120fe-1", kFoo0, "echo", 1, kCl, wallMs_, "", ""};
     EXPECT_EQ(store.slots(), (std::vector<StoredSlot>{expected}));
 
-    inventory().reconcilePods({{kCl, "echo-8120fe-1", "camera-app", "vision"}}, 5s);
+    inventory().reconcile(kubeletSays({{kCl, "echo-8120fe-1", "camera-app", "vision", ""}}), 5s);
     expected.pod = "camera-app";
     expected.podNamespace = "vision";
     EXPECT_EQ(store.slots(), (std::vector<StoredSlot>{expected}));
 
     advance(10s);
-    inventory().reconcilePods({}, 5s);
+    inventory().reconcile(kubeletSays({}), 5s);
     EXPECT_TRUE(store.slots().empty());
 }
 
@@ -928,7 +1080,7 @@ TEST_F(InventoryTest, RestartKeepsHolders) {
     useStore();
     setUpEcho(2);
     allocateOk(kCl, {"echo-8120fe-0"});
-    inventory().reconcilePods({{kCl, "echo-8120fe-0", "camera-app", "vision"}}, 5s);
+    inventory().reconcile(kubeletSays({{kCl, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
     const std::int64_t since = slotView("echo-8120fe-0")->sinceMs;
     inventory_.reset();
     store_.reset();
@@ -966,10 +1118,10 @@ TEST_F(InventoryTest, RestartGivesRestoredSlotAFullGrace) {
     restarted->applyConfigurations(configurations_, graces_);
     restarted->restoreSlots();
     restarted->reportSnapshot("echo", {echoDevice("foo0")});
-    restarted->reconcilePods({}, 5s);
+    restarted->reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(restarted->slotsHeld(), 1u);
     advance(5s);
-    restarted->reconcilePods({}, 5s);
+    restarted->reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(restarted->slotsHeld(), 0u);
     EXPECT_TRUE(store->slots().empty());
 }
@@ -988,13 +1140,13 @@ TEST_F(InventoryTest, RestartKeepsSlotsOfMissingConfigurationUntilTheirPodIsGone
     restarted->restoreSlots();
     EXPECT_EQ(store->slots().size(), 1u) << "the pod may still run; its configuration may come back";
 
-    restarted->reconcilePods({{kCl, "echo-8120fe-0", "camera-app", "vision"}}, 5s);
+    restarted->reconcile(kubeletSays({{kCl, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
     advance(10s);
-    restarted->reconcilePods({{kCl, "echo-8120fe-0", "camera-app", "vision"}}, 5s);
+    restarted->reconcile(kubeletSays({{kCl, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
     EXPECT_EQ(store->slots().size(), 1u);
 
     advance(10s);
-    restarted->reconcilePods({}, 5s);
+    restarted->reconcile(kubeletSays({}), 5s);
     EXPECT_TRUE(store->slots().empty());
 }
 
@@ -1040,13 +1192,13 @@ TEST_F(InventoryTest, UnwritableStoreKeepsSlotHeldRatherThanFreeIt) {
     sqlite3* other = nullptr;
     ASSERT_EQ(sqlite3_open((stateDir() / "state.db").c_str(), &other), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
-    inventory().reconcilePods({}, 5s);
+    inventory().reconcile(kubeletSays({}), 5s);
     ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
     sqlite3_close(other);
 
     EXPECT_EQ(holder("echo-8120fe-0"), kCl);
     EXPECT_EQ(store.slots().size(), 1u);
-    inventory().reconcilePods({}, 5s);
+    inventory().reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(holder("echo-8120fe-0"), "");
     EXPECT_TRUE(store.slots().empty());
 }
@@ -1076,7 +1228,7 @@ TEST_F(InventoryTest, LoweringCapacityBelowHeldSlotKeepsItUnhealthyUntilReleased
     refusal(kFoo0Il, {"echo-8120fe-1"});
 
     advance(10s);
-    inventory().reconcilePods({}, 5s);
+    inventory().reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(health(kFoo0Il), (std::map<std::string, bool>{{"echo-8120fe-0", true}}));
     EXPECT_EQ(health(kCl).size(), 2u);
 }
@@ -1112,7 +1264,7 @@ TEST_F(InventoryTest, SlotOfRemovedConfigurationIsReleasedOnceItsPodIsGone) {
     allocateOk(kCl, {"echo-8120fe-0"});
     inventory().applyConfigurations({}, {});
     advance(10s);
-    inventory().reconcilePods({}, 5s);
+    inventory().reconcile(kubeletSays({}), 5s);
     EXPECT_TRUE(store_->slots().empty());
 
     inventory().applyConfigurations(configurations_, graces_);
