@@ -449,7 +449,7 @@ Inventory::InstanceState* Inventory::instanceRecord(ConfigurationState& c, const
         const std::string clash = "instance " + name + " of configuration " + c.configuration.name +
                                   " is not offered: its resource " + resource + " is offered by configuration " +
                                   owner->second.configuration;
-        if (reportedConflicts_.insert(clash).second) event("error", name, clash);
+        if (reportedClashes_.insert(clash).second) event("error", name, clash);
         return nullptr;
     }
     InstanceState& instance = c.instances[name];
@@ -730,9 +730,12 @@ Inventory::Reconciled Inventory::reconcile(const KubeletEvidence& evidence, std:
                        (evidence.checkpoint || !evidence.pods->empty());
 
     // The kubelet knows best: a slot it reports held that devlet thinks free (state lost,
-    // or held before devlet started) is adopted rather than offered again.
+    // or held before devlet started) is adopted rather than offered again. A conflict is
+    // said when it appears, not on every poll while it lasts.
+    conflictsNow_.clear();
     if (evidence.pods) adopt(*evidence.pods, "PodResources");
     if (evidence.checkpoint) adopt(*evidence.checkpoint, "the kubelet's device checkpoint");
+    reportedConflicts_.swap(conflictsNow_);
 
     const auto now = clock_.steady();
     bool lags = false;
@@ -805,7 +808,8 @@ void Inventory::adopt(const std::vector<PodDevice>& held, const std::string& sou
                                          device.resource + " according to " + source +
                                          ", but devlet records it held through " + slot.holderResource +
                                          "; both resources keep it from any other pod";
-            if (reportedConflicts_.insert(conflict).second) event("error", ref.instance->name, conflict);
+            if (!reportedConflicts_.count(conflict)) event("error", ref.instance->name, conflict);
+            conflictsNow_.insert(conflict);
             continue;
         }
         StoredSlot record{device.deviceId, ref.instance->name, config->configuration.name,
@@ -832,7 +836,10 @@ void Inventory::adopt(const std::vector<PodDevice>& held, const std::string& sou
 void Inventory::adoptKnownHolders(const std::string& instance) {
     std::vector<PodDevice> mine;
     for (auto [it, end] = lastHolders_.equal_range(instance); it != end; ++it) mine.push_back(it->second);
-    if (!mine.empty()) adopt(mine, "the kubelet");
+    if (mine.empty()) return;
+    conflictsNow_.clear();
+    adopt(mine, "the kubelet");
+    reportedConflicts_.insert(conflictsNow_.begin(), conflictsNow_.end());
 }
 
 void Inventory::releaseSlot(ConfigurationState& c, InstanceState& instance, int index,

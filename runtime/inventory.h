@@ -345,7 +345,10 @@ private:
     std::set<std::pair<std::string, std::string>> checkpointHeld_;
     std::multimap<std::string, PodDevice> lastHolders_;  // both sources, by instance: adopted on discovery
     bool evidenceTrusted_ = false;
-    std::set<std::string> reportedConflicts_;  // said once each
+    // Conflicts between the kubelet's word and devlet's record, said once while they last.
+    std::set<std::string> reportedConflicts_;
+    std::set<std::string> conflictsNow_;     // seen by the adoption under way
+    std::set<std::string> reportedClashes_;  // instances refused their resource, said once each
     std::set<std::string> changed_;                      // resources to re-publish
     // Slots (instance, index) whose holder changed, by configuration-level resource: sent
     // as changes unless the resource is in changed_ too.
