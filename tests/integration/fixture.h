@@ -2,6 +2,7 @@
 // A running devlet over a kubelet simulator, both in one temp tree.
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -80,6 +81,18 @@ protected:
                 return !kubelet_->endpoint(resource).empty() && kubelet_->devices(resource).size() == count;
             },
             timeout);
+    }
+
+    // Every resource is registered and its latest list holds that many devices.
+    bool listsComplete(const std::map<std::string, std::size_t>& counts) {
+        for (const auto& [resource, count] : counts) {
+            if (kubelet_->endpoint(resource).empty() || kubelet_->devices(resource).size() != count) return false;
+        }
+        return true;
+    }
+    // The same, for the "cams" configuration of echoConfiguration("cams", 2).
+    bool camsOffered() {
+        return listsComplete({{"akri.sh/cams", 4}, {"akri.sh/cams-8120fe", 2}, {"akri.sh/cams-a19705", 2}});
     }
 
     TempDir dir_;

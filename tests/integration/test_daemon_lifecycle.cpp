@@ -70,13 +70,6 @@ protected:
                   echoConfiguration("cams", 2, "      availabilityFile: " + availability().string() + "\n"));
     }
     std::filesystem::path availability() const { return dir_.path() / "availability.txt"; }
-    // Every plugin registered and its first ListAndWatch list arrived (it follows registration).
-    bool allOffered() {
-        for (const auto& r : {kCl, kFoo0, kFoo1}) {
-            if (kubelet_->endpoint(r).empty()) return false;
-        }
-        return health(kCl).size() == 4 && health(kFoo0).size() == 2 && health(kFoo1).size() == 2;
-    }
     std::vector<std::string> ownSockets() const {
         std::vector<std::string> sockets;
         for (const auto& entry : std::filesystem::directory_iterator(daemon_->devicePluginDir())) {
@@ -93,7 +86,7 @@ TEST_F(DaemonLifecycleTest, WaitsForKubeletAndRegistersWhenItAppears) {
     ASSERT_TRUE(daemon_->waitForLog("waiting for kubelet at " + kubelet_->kubeletSocket().string(), 10s));
     ASSERT_TRUE(daemon_->waitForLog("found: \"foo1\"", 10s));
     ASSERT_TRUE(kubelet_->start());
-    EXPECT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+    EXPECT_TRUE(kubelet_->waitFor([&] { return camsOffered(); }, 10s));
 }
 
 TEST_F(DaemonLifecycleTest, KubeletInstalledAfterDevletIsFoundWithoutRestart) {
@@ -105,7 +98,7 @@ TEST_F(DaemonLifecycleTest, KubeletInstalledAfterDevletIsFoundWithoutRestart) {
     ASSERT_TRUE(daemon_->waitForLog("found: \"foo1\"", 10s));
     std::filesystem::create_directories(daemon_->devicePluginDir());
     ASSERT_TRUE(kubelet_->start());
-    EXPECT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+    EXPECT_TRUE(kubelet_->waitFor([&] { return camsOffered(); }, 10s));
 }
 
 TEST_F(DaemonLifecycleTest, ReadyIsNotHeldBackByAKubeletSocketNobodyAnswers) {
@@ -144,7 +137,7 @@ TEST_F(DaemonLifecycleTest, WatchdogIsPingedWhenSystemdAsks) {
 TEST_F(DaemonLifecycleTest, KubeletRestartReregistersEveryPluginWithSameDevices) {
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
-    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return camsOffered(); }, 10s));
     auto held = kubelet_->allocateIds("default", "pod-a", "main", kCl, {"cams-a19705-1"});
     ASSERT_TRUE(held.ok) << held.error;
     ASSERT_TRUE(waitForHealth(kFoo1, "cams-a19705-1", "Unhealthy"));
@@ -154,7 +147,7 @@ TEST_F(DaemonLifecycleTest, KubeletRestartReregistersEveryPluginWithSameDevices)
     ASSERT_TRUE(kubelet_->restart());
     ASSERT_TRUE(kubelet_->waitFor(
         [&] {
-            return allOffered() && kubelet_->registrations(kCl) == 2 && kubelet_->registrations(kFoo0) == 2 &&
+            return camsOffered() && kubelet_->registrations(kCl) == 2 && kubelet_->registrations(kFoo0) == 2 &&
                    kubelet_->registrations(kFoo1) == 2;
         },
         10s));
@@ -165,7 +158,7 @@ TEST_F(DaemonLifecycleTest, KubeletRestartReregistersEveryPluginWithSameDevices)
 TEST_F(DaemonLifecycleTest, KillDashNineKeepsHeldSlotsAcrossRestart) {
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
-    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return camsOffered(); }, 10s));
     auto viaCl = kubelet_->allocateIds("default", "pod-a", "main", kCl, {"cams-8120fe-0"});
     ASSERT_TRUE(viaCl.ok) << viaCl.error;
     auto viaIl = kubelet_->allocateIds("default", "pod-b", "main", kFoo1, {"cams-a19705-0"});
@@ -184,7 +177,7 @@ TEST_F(DaemonLifecycleTest, KillDashNineKeepsHeldSlotsAcrossRestart) {
 TEST_F(DaemonLifecycleTest, AvailabilityFileOfflineMakesDevicesVanishAndReturn) {
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
-    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return camsOffered(); }, 10s));
     writeFile(availability(), "OFFLINE\n");
     // The configuration resource lists nothing; the instance plugins are withdrawn.
     EXPECT_TRUE(kubelet_->waitFor(
@@ -194,13 +187,13 @@ TEST_F(DaemonLifecycleTest, AvailabilityFileOfflineMakesDevicesVanishAndReturn) 
         },
         10s));
     writeFile(availability(), "\n");
-    EXPECT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+    EXPECT_TRUE(kubelet_->waitFor([&] { return camsOffered(); }, 10s));
 }
 
 TEST_F(DaemonLifecycleTest, SigtermWithdrawsCleanlyAndRemovesOwnSockets) {
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
-    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return camsOffered(); }, 10s));
     EXPECT_EQ(ownSockets().size(), 3u);
     EXPECT_EQ(daemon_->stop(SIGTERM), 0);
     EXPECT_TRUE(ownSockets().empty());

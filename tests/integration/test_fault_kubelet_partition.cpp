@@ -63,14 +63,8 @@ protected:
         DaemonTest::TearDown();
     }
 
-    bool allOffered() {
-        for (const auto& r : {kCl, kFoo0, kFoo1}) {
-            if (kubelet_->endpoint(r).empty()) return false;
-        }
-        return health(kCl).size() == 4 && health(kFoo0).size() == 2 && health(kFoo1).size() == 2;
-    }
     bool allRegisteredAgain(int times) {
-        return allOffered() && kubelet_->registrations(kCl) == times && kubelet_->registrations(kFoo0) == times &&
+        return camsOffered() && kubelet_->registrations(kCl) == times && kubelet_->registrations(kFoo0) == times &&
                kubelet_->registrations(kFoo1) == times;
     }
     // One pod through each resource: cams-8120fe-0 through the configuration's resource,
@@ -103,7 +97,7 @@ protected:
 TEST_F(KubeletPartitionTest, PartitionedKubeletRestartReleasesNothingAndLosesNothing) {
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
-    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return camsOffered(); }, 10s));
     holdThroughBothResources();
 
     ASSERT_TRUE(kubelet_->restart(std::chrono::hours(1)));  // the API server is out of reach
@@ -130,7 +124,7 @@ TEST_F(KubeletPartitionTest, WithoutACheckpointAnEmptyPodListReleasesNothing) {
     kubelet_->setWritesCheckpoint(false);
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
-    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return camsOffered(); }, 10s));
     holdThroughBothResources();
 
     ASSERT_TRUE(kubelet_->restart(std::chrono::hours(1)));
@@ -147,7 +141,7 @@ TEST_F(KubeletPartitionTest, WithoutACheckpointAnEmptyPodListReleasesNothing) {
 TEST_F(KubeletPartitionTest, HoldsTheCheckpointListsAreAdoptedBeforeAnyPluginRegisters) {
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
-    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return camsOffered(); }, 10s));
     holdThroughBothResources();
 
     // devlet loses its state (moved away by hand) and the kubelet restarts partitioned:
@@ -168,7 +162,7 @@ TEST_F(KubeletPartitionTest, CheckpointThatDisagreesWithDevletIsAConflictEvent) 
     kubelet_->setWritesCheckpoint(false);
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
-    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return camsOffered(); }, 10s));
     auto viaCl = kubelet_->allocateIds("default", "pod-a", "main", kCl, {"cams-8120fe-1"});
     ASSERT_TRUE(viaCl.ok) << viaCl.error;
     // A checkpoint that says the device's own resource holds it.
@@ -190,7 +184,7 @@ TEST_F(KubeletPartitionTest, UnreadableCheckpointReleasesNothing) {
     kubelet_->setWritesCheckpoint(false);
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
-    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return camsOffered(); }, 10s));
     holdThroughBothResources();
     writeFile(kubelet_->checkpointFile(), R"({"Data":{"PodDeviceEntries":[{"ResourceName":)");  // cut short
     ASSERT_TRUE(daemon_->waitForLog("the kubelet's device checkpoint cannot be read", 10s));
