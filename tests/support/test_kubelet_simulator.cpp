@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -572,6 +573,43 @@ TEST_F(KubeletSimulatorTest, PodResourcesCanBeMadeUnavailable) {
     grpc::Status status = client->List(&context, v1::ListPodResourcesRequest{}, &response);
 
     EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(KubeletSimulatorTest, RestartWithoutApiServerListsNoPodUntilItLearnsThem) {
+    registeredPlugin("widget.sock", {device("w0")});
+    ASSERT_TRUE(simulator_->allocate("ns", "pod", "app", kResource, 1).ok);
+    ASSERT_TRUE(simulator_->restart(std::chrono::hours(1)));
+    auto list = [&] {
+        grpc::ClientContext context;
+        v1::ListPodResourcesResponse response;
+        EXPECT_TRUE(podResources()->List(&context, v1::ListPodResourcesRequest{}, &response).ok());
+        return response.pod_resources_size();
+    };
+    EXPECT_EQ(list(), 0) << "an empty pod manager";
+    EXPECT_EQ(simulator_->allocations().size(), 1u) << "the device manager keeps its allocations";
+    simulator_->learnPods();
+    EXPECT_EQ(list(), 1);
+}
+
+TEST_F(KubeletSimulatorTest, CheckpointKeepsARemovedPodUntilTheNextWrite) {
+    auto& plugin = registeredPlugin("widget.sock", {device("w0", "Healthy", {1}), device("w1")});
+    ASSERT_TRUE(simulator_->allocate("ns", "pod", "app", kResource, 1).ok);
+    auto checkpoint = [&] {
+        std::ifstream in(simulator_->checkpointFile());
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    const std::string entry = R"("ContainerName":"app","ResourceName":"example.com/widget","DeviceIDs":{"1":["w0"]})";
+    EXPECT_NE(checkpoint().find(entry), std::string::npos) << checkpoint();
+    EXPECT_NE(checkpoint().find(R"("RegisteredDevices":{"example.com/widget":["w0","w1"]})"), std::string::npos)
+        << checkpoint();
+
+    simulator_->removePod("ns", "pod");
+    EXPECT_NE(checkpoint().find(entry), std::string::npos) << "written on lists and allocations only";
+    plugin.setDevices({device("w0", "Healthy", {1}), device("w1", "Unhealthy")});
+    // Written before the simulator says its state changed: waiting on it is waiting on the write.
+    EXPECT_TRUE(waitFor([&] { return checkpoint().find(entry) == std::string::npos; })) << checkpoint();
+    EXPECT_NE(checkpoint().find(R"("RegisteredDevices":{"example.com/widget":["w0"]})"), std::string::npos)
+        << checkpoint();
 }
 
 TEST_F(KubeletSimulatorTest, StopRegistrationRemovesKubeletSocketUntilStart) {
