@@ -30,27 +30,48 @@ std::size_t varintSize(std::uint64_t value) {
 
 // Writes at a cursor into a buffer sized beforehand: a configuration-level list is
 // thousands of tiny fields, and appending them one by one to a string cost more than
-// finding the slots they describe.
+// finding the slots they describe. It knows where the buffer ends: a write that does not
+// fit is not made, and neither is any write after it (failed() says so), so a size
+// computed wrongly costs a list, never memory that is not the buffer's.
 class Writer {
 public:
-    explicit Writer(char* at) : at_(at) {}
-    void byte(char value) { *at_++ = value; }
+    Writer(char* at, char* end) : at_(at), end_(end) {}
+    bool failed() const { return failed_; }
+    // Where the next byte goes (the buffer's end once a write failed).
+    char* position() const { return at_; }
+
+    void byte(char value) {
+        if (at_ == end_) return fail();
+        *at_++ = value;
+    }
     void varint(std::uint64_t value) {
         while (value >= 0x80) {
+            if (at_ == end_) return fail();
             *at_++ = static_cast<char>((value & 0x7f) | 0x80);
             value >>= 7;
         }
-        *at_++ = static_cast<char>(value);
+        byte(static_cast<char>(value));
     }
-    void bytes(char tag, std::string_view bytes) {
+    void bytes(std::string_view data) {
+        if (data.size() > static_cast<std::size_t>(end_ - at_)) return fail();
+        if (!data.empty()) std::memcpy(at_, data.data(), data.size());
+        at_ += data.size();
+    }
+    void field(char tag, std::string_view value) {
         byte(tag);
-        varint(bytes.size());
-        std::memcpy(at_, bytes.data(), bytes.size());
-        at_ += bytes.size();
+        varint(value.size());
+        bytes(value);
     }
 
 private:
+    void fail() {
+        failed_ = true;
+        at_ = end_;
+    }
+
     char* at_;
+    char* end_;
+    bool failed_ = false;
 };
 
 // int64 as protobuf writes it: negative values as ten-byte two's complement.
@@ -88,8 +109,8 @@ void writeDevice(Writer& writer, const DeviceState& device) {
     const DeviceSizes sizes = sizesOf(device);
     writer.byte(kListDevices);
     writer.varint(sizes.device);
-    writer.bytes(kDeviceId, device.id);
-    writer.bytes(kDeviceHealth, device.healthy ? kHealthy : kUnhealthy);
+    writer.field(kDeviceId, device.id);
+    writer.field(kDeviceHealth, device.healthy ? kHealthy : kUnhealthy);
     if (device.numaNode) {
         writer.byte(kDeviceTopology);
         writer.varint(sizes.topology);
@@ -136,12 +157,13 @@ std::optional<Entry> readEntry(const char* at, const char* end) {
 }
 }  // namespace
 
-std::string encodeDeviceList(const std::vector<DeviceState>& devices, std::size_t headroom) {
+std::optional<std::string> encodeDeviceList(const std::vector<DeviceState>& devices, std::size_t headroom) {
     std::size_t total = headroom;
     for (const DeviceState& device : devices) total += encodedSize(device);
     std::string out(total, '\0');
-    Writer writer(out.data() + headroom);
+    Writer writer(out.data() + headroom, out.data() + out.size());
     for (const DeviceState& device : devices) writeDevice(writer, device);
+    if (writer.failed() || writer.position() != out.data() + out.size()) return std::nullopt;
     return out;
 }
 
@@ -166,18 +188,15 @@ std::optional<std::string> patchDeviceList(std::string_view list, const std::vec
     }
     if (found.size() != wanted.size()) return std::nullopt;
     std::string out(total, '\0');
-    char* at = out.data() + headroom;
+    Writer writer(out.data() + headroom, out.data() + out.size());
     const char* copied = list.data();
     for (const auto& [entry, device] : found) {
-        const auto before = static_cast<std::size_t>(entry.begin - copied);
-        std::memcpy(at, copied, before);
-        at += before;
-        Writer writer(at);
+        writer.bytes(std::string_view(copied, static_cast<std::size_t>(entry.begin - copied)));
         writeDevice(writer, *device);
-        at += encodedSize(*device);
         copied = entry.end;
     }
-    std::memcpy(at, copied, static_cast<std::size_t>(end - copied));
+    writer.bytes(std::string_view(copied, static_cast<std::size_t>(end - copied)));
+    if (writer.failed() || writer.position() != out.data() + out.size()) return std::nullopt;
     return out;
 }
 

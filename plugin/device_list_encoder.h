@@ -16,8 +16,12 @@
 
 namespace devlet::plugin {
 
+// Both write into a buffer sized first and never past its end: where the bytes would not
+// fit the size computed for them, the answer is nullopt instead of a list.
+
 // `headroom` zero bytes come first, for a prefix the caller writes in place (gRPC's).
-std::string encodeDeviceList(const std::vector<DeviceState>& devices, std::size_t headroom = 0);
+std::optional<std::string> encodeDeviceList(const std::vector<DeviceState>& devices,
+                                            std::size_t headroom = 0);
 // `list` (as encodeDeviceList wrote it) with the entries whose ids `changes` names written
 // anew, in place: a slot taken in a configuration of thousands changes one entry. nullopt
 // if the list does not hold every one of them, or is not a list this encoder wrote.

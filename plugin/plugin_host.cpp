@@ -1,5 +1,6 @@
 #include "plugin/plugin_host.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include <sys/inotify.h>
@@ -243,25 +244,61 @@ void PluginHost::resourceChanged(ResourceState state) {
     // Kept as it goes on the wire, shared with the plugin's streams: a thousand plugins
     // hold one copy of their lists, and the same list again (a change elsewhere in the
     // configuration) is not sent.
-    GrpcFrame list = frameInPlace(encodeDeviceList(state.devices, kGrpcPrefix));
-    const bool same = !added && plugin.list && *plugin.list == *list;
-    if (!same) plugin.list = std::move(list);
+    bool changed = false;
+    if (auto encoded = encodeDeviceList(state.devices, kGrpcPrefix); acceptList(state, plugin, encoded)) {
+        GrpcFrame list = frameInPlace(std::move(*encoded));
+        changed = added || !plugin.list || *plugin.list != *list;
+        if (changed) plugin.list = std::move(list);
+    }
     if (plugin.server) {
-        if (!same) plugin.server->publish(plugin.list);
+        if (changed) plugin.server->publish(plugin.list);
     } else if (plugin.registration == Plugin::Registration::None && plugin.failures == 0) {
         registerPlugin(it->first, plugin);
     }
     if (added) log.debug() << it->first << " offered with " << state.devices.size() << " device(s)";
 }
 
+bool PluginHost::acceptList(const ResourceState& state, Plugin& plugin,
+                            const std::optional<std::string>& encoded) {
+    // The kubelet's gRPC client (grpc-go) takes messages of up to 4 MiB; a larger list
+    // would end its ListAndWatch stream, and the next one would end the same way.
+    std::string problem;
+    if (!encoded) {
+        problem = "its device list of " + std::to_string(state.devices.size()) +
+                  " device(s) could not be encoded; the kubelet keeps the list it had, if any";
+    } else if (const std::size_t size = encoded->size() - kGrpcPrefix; size > kMaxGrpcMessage) {
+        char mib[32];
+        std::snprintf(mib, sizeof mib, "%.1f", static_cast<double>(size) / (1024.0 * 1024.0));
+        problem = "its device list of " + std::to_string(state.devices.size()) + " device(s) is " +
+                  std::to_string(size) + " bytes (" + mib + " MiB), more than the 4 MiB (" +
+                  std::to_string(kMaxGrpcMessage) +
+                  " bytes) the kubelet accepts in one message, so it is not sent and the kubelet keeps "
+                  "the list it had, if any; lower the configuration's capacity or split its devices "
+                  "over several configurations";
+    }
+    if (problem.empty()) {
+        if (!plugin.problem.empty())
+            log.info() << state.resource << ": its device list fits the kubelet's limit again";
+        plugin.problem.clear();
+        return true;
+    }
+    if (plugin.problem.empty())
+        log.error() << "configuration \"" << state.configuration << "\", resource " << state.resource << ": "
+                    << problem;
+    plugin.problem = std::move(problem);
+    return false;
+}
+
 bool PluginHost::slotsChanged(const ResourceState& changes) {
     if (stopped_) return true;
     auto it = plugins_.find(changes.resource);
-    if (it == plugins_.end() || !it->second.list) return false;
+    // A refused list is not what the kubelet has: only the full list can say what changed.
+    if (it == plugins_.end() || !it->second.list || !it->second.problem.empty()) return false;
     Plugin& plugin = it->second;
     const std::string_view sent = std::string_view(*plugin.list).substr(kGrpcPrefix);
     auto patched = patchDeviceList(sent, changes.devices, kGrpcPrefix);
-    if (!patched) return false;
+    // One that grew too large goes through resourceChanged, which refuses it and says why.
+    if (!patched || patched->size() - kGrpcPrefix > kMaxGrpcMessage) return false;
     GrpcFrame list = frameInPlace(std::move(*patched));
     if (*list == *plugin.list) return true;
     plugin.list = std::move(list);
@@ -275,6 +312,11 @@ void PluginHost::resourceWithdrawn(const std::string& resource) {
     setRegistration(it->second, Plugin::Registration::None);
     plugins_.erase(it);  // the server's destructor ends its streams and removes its socket
     log.info() << resource << " withdrawn";
+}
+
+std::string PluginHost::problem(const std::string& resource) const {
+    auto it = plugins_.find(resource);
+    return it == plugins_.end() ? std::string() : it->second.problem;
 }
 
 PluginHost::KubeletState PluginHost::kubeletState() const {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/steady_timer.hpp>
@@ -57,12 +58,16 @@ public:
         auto it = plugins_.find(resource);
         return it != plugins_.end() && it->second.registration == Plugin::Registration::Done;
     }
+    // Why the resource's latest device list is not what the kubelet has (it is larger
+    // than the kubelet accepts in one message); empty when the latest list was sent.
+    std::string problem(const std::string& resource) const;
     // Called each time every offered resource is registered (readiness).
     std::function<void()> onAllRegistered;
 
 private:
     struct Plugin {
-        GrpcFrame list;  // the latest device list, framed for the wire
+        GrpcFrame list;       // the latest device list that may go to the kubelet, framed for the wire
+        std::string problem;  // why a later list was refused; empty when `list` is the latest
         std::unique_ptr<DevicePluginServer> server;
         enum class Registration { None, Queued, Pending, Done } registration = Registration::None;
         std::uint64_t attempt = 0;  // ignores answers to superseded registrations
@@ -71,6 +76,9 @@ private:
 
     // Every change of a plugin's registration goes through here: it keeps registered_.
     void setRegistration(Plugin& plugin, Plugin::Registration registration);
+    // Whether `encoded` (a resource's new list behind room for gRPC's prefix) may go to the
+    // kubelet. If not, the plugin keeps its last list, and why is its problem (logged once).
+    bool acceptList(const ResourceState& state, Plugin& plugin, const std::optional<std::string>& encoded);
     void onDirectoryEvent(const std::string& name, std::uint32_t mask);
     void kubeletAppeared();
     void kubeletGone();

@@ -37,14 +37,14 @@ std::vector<DeviceState> slots(int instances, int capacity) {
 }
 
 TEST(DeviceListEncoder, EmptyListIsAnEmptyMessage) {
-    EXPECT_EQ(encodeDeviceList({}), "");
+    EXPECT_EQ(*encodeDeviceList({}), "");
 }
 
 TEST(DeviceListEncoder, MatchesProtobufForHealthAndTopology) {
     const std::vector<DeviceState> devices{
         {"a-0", true, std::nullopt},       {"a-1", false, 0},  {"b-0", true, 3},
         {std::string(300, 'x'), false, 1}, {"c-0", true, 200}, {"d-0", false, -1}};
-    const std::string bytes = encodeDeviceList(devices);
+    const std::string bytes = *encodeDeviceList(devices);
     EXPECT_EQ(decode(bytes), devices);
 
     v1beta1::ListAndWatchResponse reference;
@@ -61,21 +61,21 @@ TEST(DeviceListEncoder, ConfigurationLevelListRoundTrips) {
     std::vector<DeviceState> devices = slots(1000, 4);
     devices[1234].healthy = false;  // one slot taken elsewhere
     devices[7].numaNode = 1;
-    EXPECT_EQ(decode(encodeDeviceList(devices)), devices);
+    EXPECT_EQ(decode(*encodeDeviceList(devices)), devices);
 }
 
 TEST(DeviceListEncoder, FramedInPlaceAsGrpcFramesACopy) {
     const std::vector<DeviceState> devices = slots(3, 2);
-    const std::string withRoom = encodeDeviceList(devices, kGrpcPrefix);
+    const std::string withRoom = *encodeDeviceList(devices, kGrpcPrefix);
     EXPECT_EQ(withRoom.substr(0, kGrpcPrefix), std::string(kGrpcPrefix, '\0'));
-    EXPECT_EQ(*frameInPlace(withRoom), *frameMessage(encodeDeviceList(devices)));
-    EXPECT_EQ(*frameInPlace(encodeDeviceList({}, kGrpcPrefix)), std::string(kGrpcPrefix, '\0'));
+    EXPECT_EQ(*frameInPlace(withRoom), *frameMessage(*encodeDeviceList(devices)));
+    EXPECT_EQ(*frameInPlace(*encodeDeviceList({}, kGrpcPrefix)), std::string(kGrpcPrefix, '\0'));
 }
 
 TEST(DeviceListEncoder, PatchedListIsTheChangedListEncoded) {
     std::vector<DeviceState> devices = slots(1000, 4);
     devices[9].numaNode = 1;
-    const std::string list = encodeDeviceList(devices);
+    const std::string list = *encodeDeviceList(devices);
     // Healthy to Unhealthy and back, with and without topology, first and last entry.
     std::vector<DeviceState> changes = {devices[0], devices[9], devices[3999], devices[1234]};
     for (DeviceState& change : changes) change.healthy = !change.healthy;
@@ -87,7 +87,7 @@ TEST(DeviceListEncoder, PatchedListIsTheChangedListEncoded) {
             if (device.id == change.id) device = change;
         }
     }
-    EXPECT_EQ(*patched, encodeDeviceList(devices, kGrpcPrefix));
+    EXPECT_EQ(*patched, *encodeDeviceList(devices, kGrpcPrefix));
 
     auto unchanged = patchDeviceList(list, {}, 0);
     ASSERT_TRUE(unchanged);
@@ -95,12 +95,12 @@ TEST(DeviceListEncoder, PatchedListIsTheChangedListEncoded) {
 }
 
 TEST(DeviceListEncoder, PatchNeedsEveryChangedIdInTheList) {
-    const std::string list = encodeDeviceList(slots(2, 2));
+    const std::string list = *encodeDeviceList(slots(2, 2));
     EXPECT_FALSE(patchDeviceList(list, {{"akri-debug-echo-100000-7", false, std::nullopt}}));
     EXPECT_FALSE(patchDeviceList(list.substr(0, list.size() - 1), {{"akri-debug-echo-100000-0", false, {}}}));
     EXPECT_FALSE(patchDeviceList("\x0a\xff", {{"a-0", false, {}}}));
     EXPECT_FALSE(patchDeviceList("\x12\x00", {{"a-0", false, {}}}));
-    const std::string twice = encodeDeviceList({{"a-0", true, {}}, {"a-0", true, {}}});
+    const std::string twice = *encodeDeviceList({{"a-0", true, {}}, {"a-0", true, {}}});
     EXPECT_FALSE(patchDeviceList(twice, {{"a-0", false, {}}}));
 }
 
