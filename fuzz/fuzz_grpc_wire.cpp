@@ -27,9 +27,8 @@ using Row = std::tuple<std::string, std::string, std::string, std::string>;
     std::abort();
 }
 
-// Where both parsers take the bytes as a ListPodResourcesResponse, they must find the
-// same held devices. (They may differ on taking them: protobuf refuses strings that are
-// not UTF-8 and field number 0 and keeps groups, which devlet has no reason to check.)
+// Where readHeldDevices takes the bytes, it must find the held devices the message that
+// protobuf parses from them holds, in its order.
 void compareWithProtobuf(std::string_view bytes) {
     std::vector<devlet::PodDevice> held;
     const bool ours = readHeldDevices(bytes, held);

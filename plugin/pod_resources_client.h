@@ -19,9 +19,7 @@ namespace devlet::plugin {
 class GrpcChannel;
 
 // The devices a serialized ListPodResourcesResponse reports held, appended to `held`;
-// false if the bytes are not such a message. Read in place, without building the
-// message: a node with hundreds of pods answers with one of several hundred KiB, every
-// few seconds.
+// false if the bytes are not such a message (protobuf's lite parser decides).
 bool readHeldDevices(std::string_view response, std::vector<PodDevice>& held);
 
 class PodResourcesClient {
