@@ -1,15 +1,9 @@
 #include "plugin/http2_transport.h"
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
 
-#include <malloc.h>
 #include <nghttp2/nghttp2.h>
-#include <sys/mman.h>
 
 #include "runtime/log.h"
 
@@ -25,95 +19,10 @@ constexpr int kReadRounds = 16;
 
 }  // namespace
 
-// nghttp2's memory for one session. A session takes a 16 KiB frame buffer when it is
-// made, of which a plugin with a few devices writes a page per frame. Blocks that large
-// are mapped rather than taken from the heap, so the pages nobody writes cost nothing,
-// and the frame buffer's pages are given back whenever the connection has sent all it
-// had: with a thousand idle kubelet connections that is 4 MiB. Its content is scratch by
-// then (nghttp2 has handed out the frames it packed there); the next frame finds zeroed
-// pages.
-class SessionMemory {
-public:
-    SessionMemory() : memory_{this, allocate, release, allocateZeroed, reallocate} {}
-    SessionMemory(const SessionMemory&) = delete;
-    SessionMemory& operator=(const SessionMemory&) = delete;
-    ~SessionMemory() {
-        for (const Block& block : mapped_) ::munmap(block.address, block.size);
-    }
-
-    nghttp2_mem* get() { return &memory_; }
-    // The large block a session takes while it is being made is its frame buffer.
-    void making(bool on) { making_ = on; }
-    void releaseFrameBuffer() {
-        if (frameBuffer_.address) ::madvise(frameBuffer_.address, frameBuffer_.size, MADV_DONTNEED);
-    }
-
-private:
-    static constexpr std::size_t kMapFrom = 8192;
-    struct Block {
-        void* address = nullptr;
-        std::size_t size = 0;
-    };
-
-    static SessionMemory& of(void* self) { return *static_cast<SessionMemory*>(self); }
-    static void* allocate(std::size_t size, void* self) { return of(self).take(size, false); }
-    static void release(void* block, void* self) { of(self).give(block); }
-    static void* allocateZeroed(std::size_t count, std::size_t size, void* self) {
-        if (size != 0 && count > SIZE_MAX / size) return nullptr;
-        return of(self).take(count * size, true);
-    }
-    static void* reallocate(void* block, std::size_t size, void* self) {
-        return of(self).resize(block, size);
-    }
-
-    void* take(std::size_t size, bool zeroed) {
-        if (size < kMapFrom) return zeroed ? std::calloc(1, size) : std::malloc(size);
-        void* address = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (address == MAP_FAILED) return nullptr;  // mapped blocks come zeroed
-        mapped_.push_back({address, size});
-        if (making_ && !frameBuffer_.address) frameBuffer_ = mapped_.back();
-        return address;
-    }
-
-    void give(void* address) {
-        if (!address) return;
-        auto it = std::find_if(mapped_.begin(), mapped_.end(),
-                               [&](const Block& b) { return b.address == address; });
-        if (it == mapped_.end()) {
-            std::free(address);
-            return;
-        }
-        ::munmap(it->address, it->size);
-        if (frameBuffer_.address == address) frameBuffer_ = {};
-        mapped_.erase(it);
-    }
-
-    void* resize(void* address, std::size_t size) {
-        if (!address) return take(size, false);
-        auto it = std::find_if(mapped_.begin(), mapped_.end(),
-                               [&](const Block& b) { return b.address == address; });
-        if (it == mapped_.end() && size < kMapFrom) return std::realloc(address, size);
-        const std::size_t old = it != mapped_.end() ? it->size : ::malloc_usable_size(address);
-        void* moved = take(size, false);
-        if (!moved) return nullptr;
-        std::memcpy(moved, address, std::min(old, size));
-        give(address);
-        return moved;
-    }
-
-    nghttp2_mem memory_;
-    std::vector<Block> mapped_;  // usually one: the frame buffer
-    Block frameBuffer_;
-    bool making_ = false;
-};
-
 bool Http2Transport::makeSession(bool server, const nghttp2_session_callbacks* callbacks,
                                  const nghttp2_option* option) {
-    memory_ = std::make_unique<SessionMemory>();
-    memory_->making(true);
-    const int made = server ? nghttp2_session_server_new3(&session_, callbacks, this, option, memory_->get())
-                            : nghttp2_session_client_new3(&session_, callbacks, this, option, memory_->get());
-    memory_->making(false);
+    const int made = server ? nghttp2_session_server_new2(&session_, callbacks, this, option)
+                            : nghttp2_session_client_new2(&session_, callbacks, this, option);
     return made == 0;
 }
 
@@ -214,7 +123,6 @@ void Http2Transport::flush() {
         }
         if (!more) break;
     }
-    memory_->releaseFrameBuffer();  // all sent: its content is scratch now
     if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) {
         log.debug() << "HTTP/2 connection: session over";
         closeSocket();

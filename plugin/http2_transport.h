@@ -16,8 +16,6 @@ struct nghttp2_option;
 
 namespace devlet::plugin {
 
-class SessionMemory;
-
 class Http2Transport : public std::enable_shared_from_this<Http2Transport> {
 public:
     explicit Http2Transport(boost::asio::local::stream_protocol::socket socket);
@@ -42,7 +40,6 @@ protected:
     bool makeSession(bool server, const nghttp2_session_callbacks* callbacks, const nghttp2_option* option);
 
     boost::asio::local::stream_protocol::socket socket_;
-    std::unique_ptr<SessionMemory> memory_;  // outlives session_ (see the destructor)
     nghttp2_session* session_ = nullptr;
     bool busy_ = false;
 
