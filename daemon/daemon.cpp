@@ -485,6 +485,8 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
         c.sourceLine = view.configuration.sourceLine;
         c.probeError = view.probeError;
         c.registered = host_.isRegistered(view.resource);
+        if (std::string problem = host_.problem(view.resource); !problem.empty())
+            c.listProblems.push_back(view.resource + ": " + problem);
         DiscoveryView& discovery = view.discovery;
         c.discovery.lastScanMs = discovery.lastScanMs;
         c.discovery.lastScanDuration = discovery.lastScan.duration;
@@ -511,6 +513,8 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
             i.present = instance.present;
             i.offered = instance.offered;
             i.registered = host_.isRegistered(i.resource);
+            if (std::string problem = host_.problem(i.resource); !problem.empty())
+                c.listProblems.push_back(i.resource + ": " + problem);
             i.properties = std::move(instance.device.properties);
             i.nodes = std::move(instance.device.nodes);
             i.numaNode = instance.device.numaNode;

@@ -66,6 +66,9 @@ struct ConfigurationStatus {
     std::string sourceFile;
     int sourceLine = 0;
     std::string probeError;         // empty = discovery works
+    // A device list of the configuration (its own or an instance's) that the kubelet could
+    // not receive, so it was not sent: "<resource>: why", one each.
+    std::vector<std::string> listProblems;
     bool registered = false;        // the configuration-level plugin is registered now
     std::uint64_t allocations = 0;  // Allocate calls granted since start, both resource kinds
     std::uint64_t refusals = 0;     // and refused

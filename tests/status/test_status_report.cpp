@@ -164,6 +164,18 @@ TEST(StatusReport, ProbeErrorAndNoDevicesAreExplained) {
     EXPECT_EQ(probes.at("probes").as_array().at(0).at("state").as_string(), "error");
 }
 
+TEST(StatusReport, DeviceListTheKubeletCannotReceiveIsAProblem) {
+    StatusSnapshot s = connectedSnapshot();
+    auto& c = s.configurations[0];
+    c.listProblems.push_back("akri.sh/cams: its device list of 200000 device(s) is 5242890 bytes");
+    const auto problems = configurationProblems(s, c);
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_EQ(problems[0], "device list not sent: akri.sh/cams: its device list of 200000 device(s) is 5242890 bytes");
+    const json::object doc = parse(apiJson("configurations", s, {}));
+    EXPECT_EQ(doc.at("configurations").as_array().at(0).at("problems").as_array().at(0).as_string(),
+              problems[0]);
+}
+
 TEST(StatusReport, ReadyMeansRegisteredOrWaitingAndHealthy) {
     StatusSnapshot s = connectedSnapshot();
     EXPECT_TRUE(readiness(s).ready);
