@@ -27,6 +27,10 @@ public:
         std::lock_guard lock(mutex_);
         holders_[slot] = holder;
     }
+    void release(const std::string& slot) {
+        std::lock_guard lock(mutex_);
+        holders_.erase(slot);
+    }
     void observe(const std::string& resource, const v1beta1::ListAndWatchResponse& response) {
         std::lock_guard lock(mutex_);
         for (const auto& device : response.devices()) {
@@ -115,7 +119,7 @@ TEST_F(KubeletPartitionTest, PartitionedKubeletRestartReleasesNothingAndLosesNot
     // A pod that really ended is released: once PodResources no longer lists it and the
     // kubelet's checkpoint has caught up.
     kubelet_->removePod("default", "pod-a");
-    watch_->hold("cams-8120fe-0", "");
+    watch_->release("cams-8120fe-0");
     EXPECT_TRUE(waitForHealth(kFoo0, "cams-8120fe-0", "Healthy"));
     EXPECT_EQ(health(kCl).at("cams-a19705-0"), "Unhealthy");
 }
