@@ -545,18 +545,24 @@ TEST_F(StoreTest, FailedWriteRollsBackAndStoreWorksAgainAfterwards) {
                                                        slot("cams-8120fe", 0, "akri.sh/cams")}));
 }
 
-// Allocate writes one slot before it returns; the budget is well under 2 ms.
-TEST_F(StoreTest, HoldingASlotIsFast) {
+// Allocate and a release each write one transaction; many in a row leave exactly the last
+// state. What each costs is a figure of bench/store_bench, not a test.
+TEST_F(StoreTest, HoldingAndReleasingManyTimesLeavesTheLastState) {
     auto store = openStore();
     ASSERT_NE(store, nullptr);
     constexpr int kRounds = 200;
-    auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < kRounds; ++i) {
         ASSERT_TRUE(store->holdSlots({slot("cams-4294ea", i % 4, "akri.sh/cams")}));
-        ASSERT_TRUE(store->releaseSlots({"cams-4294ea-" + std::to_string(i % 4)}));
+        if (i < kRounds - 1) {
+            ASSERT_TRUE(store->releaseSlots({"cams-4294ea-" + std::to_string(i % 4)}));
+        }
     }
-    auto perRound = (std::chrono::steady_clock::now() - start) / kRounds;
-    EXPECT_LT(perRound, std::chrono::milliseconds(2));
+    const int last = (kRounds - 1) % 4;
+    EXPECT_EQ(store->slots(), std::vector<StoredSlot>{slot("cams-4294ea", last, "akri.sh/cams")});
+    store.reset();
+    store = openStore();
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->slots(), std::vector<StoredSlot>{slot("cams-4294ea", last, "akri.sh/cams")});
 }
 
 }  // namespace
