@@ -427,6 +427,18 @@ bool keepOrphanWal(const std::string& path, std::string& error) {
     return true;
 }
 
+// Makes the names in directory (files created, renamed or removed there) durable.
+Outcome syncDirectory(const std::string& directory) {
+    int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return Outcome::failure("cannot open " + directory + " to sync it: " + std::strerror(errno));
+    int rc = ::fsync(fd);
+    int error = errno;
+    ::close(fd);
+    if (rc != 0)
+        return Outcome::failure("syncing directory " + directory + " failed: " + std::strerror(error));
+    return Outcome::ok();
+}
+
 // state.db, and the WAL and shared-memory files SQLite derives from it, hold
 // which pod has which device: readable by the owner only.
 void restrictMode(const std::string& path) {
@@ -495,6 +507,9 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
         if (ec)
             return refuse(StoreProblem::Passing,
                           "state store: cannot create state directory " + stateDir + ": " + ec.message());
+        // The new directory's own name, like state.db's below, must survive a power loss.
+        if (auto outcome = syncDirectory(fs::absolute(stateDir, ec).parent_path().string()); !outcome)
+            return refuse(StoreProblem::Passing, "state store: " + outcome.error());
     }
     // Said plainly here: SQLite would only report that it is "unable to open database file".
     if (::access(stateDir.c_str(), W_OK) != 0) {
@@ -521,7 +536,14 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
         if (fd < 0 && errno != EEXIST)
             return refuse(StoreProblem::Passing,
                           "state store: cannot create " + path + ": " + std::strerror(errno));
-        if (fd >= 0) ::close(fd);
+        if (fd >= 0) {
+            ::close(fd);
+            // SQLite fsyncs the directory for a WAL it creates, never for the database
+            // file: without this a power loss could take state.db's name away while
+            // its WAL, holding every slot, stays.
+            if (auto outcome = syncDirectory(stateDir); !outcome)
+                return refuse(StoreProblem::Passing, "state store: " + outcome.error());
+        }
     }
 
     Inspection inspection = inspect(path, options.busyTimeoutMs);
@@ -563,12 +585,12 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
         return refuse(StoreProblem::Lasting, "state store: switching " + path +
                                                  " to WAL failed: journal mode stays " + journalMode +
                                                  " (does the file system support shared memory?)");
-    // WAL with synchronous=NORMAL does not fsync on commit: a committed slot
-    // survives a process crash (kill -9, OOM) because it is in the WAL file the
-    // kernel already has. Power loss may drop the last transactions, which is
-    // harmless: after a reboot the kubelet re-runs Allocate for every container and
-    // a re-offer through the same resource is accepted. It keeps Allocate fast.
-    if (sqlite3_exec(db.get(), "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr) != SQLITE_OK)
+    // FULL: every commit fsyncs the WAL before it returns, so a slot is on the disk
+    // before Allocate answers. After a reboot the kubelet restores its allocations from
+    // its own checkpoint without calling Allocate again, so a hold lost with the last
+    // unsynced WAL frames (synchronous=NORMAL) would be a slot offered twice. SQLite
+    // also fsyncs the directory on the first sync of a WAL file it created.
+    if (sqlite3_exec(db.get(), "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr) != SQLITE_OK)
         return refuse(StoreProblem::Passing, failure(db.get(), "setting synchronous mode").error());
     // The state of a node with a thousand devices is a few hundred KiB; SQLite's default
     // page cache (2 MiB) would only hold more of the same in the daemon's memory.

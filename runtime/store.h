@@ -1,7 +1,8 @@
 #pragma once
 // Durable state in one SQLite file (WAL): configurations seen, instances, held
 // slots and a short event history. Lives on the loop thread; every call is
-// synchronous and a slot change is committed when the call returns.
+// synchronous, and a change is committed and fsynced (synchronous=FULL) when the
+// call returns, so it survives a power loss as well as a crash.
 
 #include <cstdint>
 #include <functional>
