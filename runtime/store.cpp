@@ -585,11 +585,12 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
         return refuse(StoreProblem::Lasting, "state store: switching " + path +
                                                  " to WAL failed: journal mode stays " + journalMode +
                                                  " (does the file system support shared memory?)");
-    // FULL: every commit fsyncs the WAL before it returns, so a slot is on the disk
-    // before Allocate answers. After a reboot the kubelet restores its allocations from
-    // its own checkpoint without calling Allocate again, so a hold lost with the last
-    // unsynced WAL frames (synchronous=NORMAL) would be a slot offered twice. SQLite
-    // also fsyncs the directory on the first sync of a WAL file it created.
+    // FULL: a commit fsyncs the WAL before it returns, so a slot is on the disk before
+    // Allocate answers. After a reboot the kubelet restores its allocations from its own
+    // checkpoint without calling Allocate again, so a hold lost with the last unsynced
+    // WAL frames (synchronous=NORMAL) would be a slot offered twice. SQLite also fsyncs
+    // the directory on the first sync of a WAL file it created. Writes that no slot
+    // depends on switch to NORMAL (syncEachCommit).
     if (sqlite3_exec(db.get(), "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr) != SQLITE_OK)
         return refuse(StoreProblem::Passing, failure(db.get(), "setting synchronous mode").error());
     // The state of a node with a thousand devices is a few hundred KiB; SQLite's default
@@ -602,6 +603,19 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
 }
 
 Store::Store(sqlite3* db) : db_(db) {}
+
+// Slot changes are synced on every commit. Configurations, instances and events are not:
+// a device that flaps would otherwise wait for the disk twice per change, and no slot
+// depends on them (a restored slot needs only its own row). They reach the disk with the
+// next synced commit, because fdatasync of the WAL carries every frame before it.
+Outcome Store::syncEachCommit(bool each) {
+    if (each == syncEachCommit_) return Outcome::ok();
+    const char* sql = each ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL";
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK)
+        return failure(db_, "setting synchronous mode");
+    syncEachCommit_ = each;
+    return Outcome::ok();
+}
 
 Store::~Store() {
     for (auto& [sql, statement] : statements_) sqlite3_finalize(statement);
@@ -623,6 +637,7 @@ sqlite3_stmt* Store::statement(std::string_view sql) const {
 
 Outcome Store::holdSlots(const std::vector<StoredSlot>& slots) {
     if (slots.empty()) return Outcome::ok();
+    if (auto outcome = syncEachCommit(true); !outcome) return outcome;
     Transaction transaction(db_);
     if (auto outcome = transaction.begin(); !outcome) return outcome;
     sqlite3_stmt* upsert = statement(kUpsertSlot);
@@ -638,6 +653,7 @@ Outcome Store::holdSlots(const std::vector<StoredSlot>& slots) {
 
 Outcome Store::releaseSlots(const std::vector<std::string>& deviceIds) {
     if (deviceIds.empty()) return Outcome::ok();
+    if (auto outcome = syncEachCommit(true); !outcome) return outcome;
     Transaction transaction(db_);
     if (auto outcome = transaction.begin(); !outcome) return outcome;
     sqlite3_stmt* remove = statement(kDeleteSlot);
@@ -650,6 +666,7 @@ Outcome Store::releaseSlots(const std::vector<std::string>& deviceIds) {
 
 Outcome Store::setSlotPod(const std::string& deviceId, const std::string& pod,
                           const std::string& podNamespace) {
+    if (auto outcome = syncEachCommit(true); !outcome) return outcome;
     return execute(db_, statement(kSetSlotPod), "recording the pod of slot " + deviceId, pod, podNamespace,
                    deviceId);
 }
@@ -671,12 +688,14 @@ std::vector<StoredSlot> Store::slots() const {
 }
 
 Outcome Store::saveConfiguration(const StoredConfiguration& configuration) {
+    if (auto outcome = syncEachCommit(false); !outcome) return outcome;
     return execute(db_, statement(kUpsertConfiguration), "saving configuration " + configuration.name,
                    configuration.name, configuration.handler, configuration.source, configuration.capacity,
                    configuration.firstSeenMs, configuration.lastSeenMs, configuration.active);
 }
 
 Outcome Store::deactivateConfiguration(const std::string& name, std::int64_t nowMs) {
+    if (auto outcome = syncEachCommit(false); !outcome) return outcome;
     return execute(db_, statement(kDeactivateConfiguration), "deactivating configuration " + name, nowMs,
                    name);
 }
@@ -697,12 +716,14 @@ std::vector<StoredConfiguration> Store::configurations() const {
 }
 
 Outcome Store::saveInstance(const StoredInstance& instance) {
+    if (auto outcome = syncEachCommit(false); !outcome) return outcome;
     return execute(db_, statement(kUpsertInstance), "saving instance " + instance.name, instance.name,
                    instance.configuration, instance.id, instance.firstSeenMs, instance.lastSeenMs,
                    instance.health);
 }
 
 Outcome Store::removeInstance(const std::string& name) {
+    if (auto outcome = syncEachCommit(false); !outcome) return outcome;
     return execute(db_, statement(kDeleteInstance), "removing instance " + name, name);
 }
 
@@ -722,6 +743,7 @@ std::vector<StoredInstance> Store::instances() const {
 
 Outcome Store::addEvent(const std::string& level, const std::string& subject, const std::string& message,
                         std::int64_t nowMs) {
+    if (auto outcome = syncEachCommit(false); !outcome) return outcome;
     Transaction transaction(db_);
     if (auto outcome = transaction.begin(); !outcome) return outcome;
     if (auto outcome =

@@ -1,8 +1,10 @@
 #pragma once
 // Durable state in one SQLite file (WAL): configurations seen, instances, held
 // slots and a short event history. Lives on the loop thread; every call is
-// synchronous, and a change is committed and fsynced (synchronous=FULL) when the
-// call returns, so it survives a power loss as well as a crash.
+// synchronous and committed when it returns. A slot change is also fsynced by then
+// (synchronous=FULL), so it survives a power loss as well as a crash; the other writes
+// reach the disk with the next slot change or checkpoint (synchronous=NORMAL), since
+// the WAL is synced in order: a power loss may take the last of them, never a slot.
 
 #include <cstdint>
 #include <functional>
@@ -113,10 +115,13 @@ public:
 
 private:
     explicit Store(sqlite3* db);
+    // Whether the next commits are fsynced before they return; outside a transaction.
+    Outcome syncEachCommit(bool each);
     // A cached prepared statement for sql (a literal), or nullptr with the sqlite error.
     sqlite3_stmt* statement(std::string_view sql) const;
 
     sqlite3* db_;
+    bool syncEachCommit_ = true;  // as open() leaves the connection
     // Prepared once, reused on every Allocate; finalized before db_ closes.
     mutable std::map<std::string, sqlite3_stmt*, std::less<>> statements_;
 };

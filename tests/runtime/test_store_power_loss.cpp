@@ -262,6 +262,33 @@ TEST_F(StorePowerLossTest, HoldsReleasesAndPodNamesAreSyncedBeforeTheCallReturns
     EXPECT_GT(vfs_.syncs(wal), before) << "releaseSlots";
 }
 
+// Instances and events are not worth a disk flush each (a flapping device would wait for
+// the disk twice per change); the next hold's flush carries them, as the WAL is in order.
+TEST_F(StorePowerLossTest, InstancesAndEventsReachTheDiskWithTheNextHold) {
+    auto store = openStore();
+    ASSERT_NE(store, nullptr);
+    const std::string wal = dbPath_.string() + "-wal";
+    StoredInstance instance{"cams-4294ea", "cams", "urn:uuid:4294ea", 10, 20, "present"};
+    StoredSlot slot{"cams-4294ea-0", "cams-4294ea", "cams", 0, "akri.sh/cams", 1000, "", ""};
+
+    std::uint64_t before = vfs_.syncs(wal);
+    ASSERT_TRUE(store->saveInstance(instance));
+    ASSERT_TRUE(store->addEvent("info", "cams-4294ea", "offered", 30));
+    EXPECT_EQ(vfs_.syncs(wal), before);
+    ASSERT_TRUE(store->holdSlots({slot}));
+    EXPECT_GT(vfs_.syncs(wal), before);
+
+    vfs_.cutNow();
+    store.reset();
+    ASSERT_EQ(vfs_.restore(), "");
+    store = openStore();
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->instances(), std::vector<StoredInstance>{instance});
+    ASSERT_EQ(store->recentEvents(1).size(), 1u);
+    EXPECT_EQ(store->recentEvents(1).front().message, "offered");
+    EXPECT_EQ(store->slots(), std::vector<StoredSlot>{slot});
+}
+
 // state.db is created by the store itself; a cut right after the first hold keeps both
 // the file and the hold.
 TEST_F(StorePowerLossTest, FirstHoldInAFreshStateDirectorySurvivesAPowerCut) {
