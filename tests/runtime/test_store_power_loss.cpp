@@ -24,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using Held = std::map<std::string, StoredSlot>;
+using test::SynchronousNormalForced;
 
 std::string describe(const Held& held) {
     std::string text = "{";
@@ -51,26 +52,6 @@ std::string integrityCheck(const fs::path& path) {
     sqlite3_close(db);
     return result;
 }
-
-// Makes every connection this process opens keep synchronous=NORMAL, whatever it asks
-// for: the store as it was before it synced each commit.
-int ignoreSynchronousPragma(void*, int action, const char* pragma, const char*, const char*, const char*) {
-    return action == SQLITE_PRAGMA && pragma && sqlite3_stricmp(pragma, "synchronous") == 0 ? SQLITE_IGNORE
-                                                                                            : SQLITE_OK;
-}
-int keepSynchronousNormal(sqlite3* db, const char**, const sqlite3_api_routines*) {
-    sqlite3_exec(db, "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr);
-    sqlite3_set_authorizer(db, ignoreSynchronousPragma, nullptr);
-    return SQLITE_OK;
-}
-using Extension = void (*)();
-class SynchronousNormalForced {
-public:
-    SynchronousNormalForced() { sqlite3_auto_extension(reinterpret_cast<Extension>(keepSynchronousNormal)); }
-    ~SynchronousNormalForced() {
-        sqlite3_cancel_auto_extension(reinterpret_cast<Extension>(keepSynchronousNormal));
-    }
-};
 
 std::uint64_t seedFromEnvironment() {
     if (const char* seed = std::getenv("DEVLET_FAULT_SEED")) return std::strtoull(seed, nullptr, 10);

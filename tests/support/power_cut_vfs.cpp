@@ -337,4 +337,25 @@ std::uint64_t PowerCutVfs::syncs(const std::string& path) const {
     return it == files_.end() ? 0 : it->second.syncs;
 }
 
+namespace {
+int ignoreSynchronousPragma(void*, int action, const char* pragma, const char*, const char*, const char*) {
+    return action == SQLITE_PRAGMA && pragma && sqlite3_stricmp(pragma, "synchronous") == 0 ? SQLITE_IGNORE
+                                                                                            : SQLITE_OK;
+}
+int keepSynchronousNormal(sqlite3* db, const char**, const sqlite3_api_routines*) {
+    sqlite3_exec(db, "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr);
+    sqlite3_set_authorizer(db, ignoreSynchronousPragma, nullptr);
+    return SQLITE_OK;
+}
+using Extension = void (*)();
+}  // namespace
+
+SynchronousNormalForced::SynchronousNormalForced() {
+    sqlite3_auto_extension(reinterpret_cast<Extension>(keepSynchronousNormal));
+}
+
+SynchronousNormalForced::~SynchronousNormalForced() {
+    sqlite3_cancel_auto_extension(reinterpret_cast<Extension>(keepSynchronousNormal));
+}
+
 }  // namespace devlet::test

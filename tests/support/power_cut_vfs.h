@@ -86,4 +86,15 @@ private:
     std::mt19937_64 random_;
 };
 
+// While it lives, every connection this process opens keeps synchronous = NORMAL whatever
+// it asks for: the store as it was before it synced each commit. For tests that show a
+// power cut really takes what was not synced.
+class SynchronousNormalForced {
+public:
+    SynchronousNormalForced();
+    ~SynchronousNormalForced();
+    SynchronousNormalForced(const SynchronousNormalForced&) = delete;
+    SynchronousNormalForced& operator=(const SynchronousNormalForced&) = delete;
+};
+
 }  // namespace devlet::test
