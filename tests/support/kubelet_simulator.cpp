@@ -668,13 +668,16 @@ void KubeletSimulator::streamMessage(const std::string& name, uint64_t registrat
             for (const auto& device : response.devices())
                 resource.devices.insert_or_assign(device.id(), deviceState(device));
         }
-        ++resource.messages;
         observer = observer_;
     }
     writeCheckpoint();
-    // The observer runs before waiters wake, so a waitFor on the message count also
-    // covers the observer's side effects.
+    // The message counts once the checkpoint is written and the observer has run, so a
+    // waitFor on the message count also covers both.
     if (observer) (*observer)(name, response, receivedAt);
+    {
+        std::lock_guard lock(mutex_);
+        if (auto it = resources_.find(name); it != resources_.end()) ++it->second.messages;
+    }
     notifyChanged();
 }
 
