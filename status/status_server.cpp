@@ -584,11 +584,6 @@ public:
         endpoint_ = (bound.address().is_v6() ? "[" + bound.address().to_string() + "]"
                                              : bound.address().to_string()) +
                     ":" + std::to_string(bound.port());
-        if (!isLoopback(ip) && shared_->token.empty()) {
-            log.warning() << "the status server listens on " << endpoint_
-                          << " beyond loopback without a token (" << options_.tokenFile
-                          << " does not exist); anyone who reaches it can read it";
-        }
         accept();
         thread_ = std::thread([this] {
             // Below the loop and the plugins' gRPC threads: when a client hammers the page
@@ -630,10 +625,21 @@ public:
     bool requiresToken() const { return !shared_->token.empty(); }
 
 private:
+    // Beyond loopback anyone who reaches the address could read which pods hold which
+    // devices: without a token the server stays off rather than serve that to the network.
     std::string loadToken() {
-        if (options_.tokenFile.empty()) return {};
+        const std::string howTo =
+            "set status.listen (or --listen) to a loopback address such as 127.0.0.1:9797, or create "
+            "the token file /etc/devlet/status-token owned by root with mode 0600 (systemd passes it as "
+            "the credential status-token), e.g. sudo sh -c 'umask 077; head -c 32 /dev/urandom | base64 > "
+            "/etc/devlet/status-token'; the status server stays off";
+        if (options_.tokenFile.empty())
+            return options_.listen + " is not a loopback address and no token file is set: " + howTo;
         struct stat st {};
-        if (::stat(options_.tokenFile.c_str(), &st) != 0) return {};  // no file: no token (warned)
+        if (::stat(options_.tokenFile.c_str(), &st) != 0) {
+            return options_.listen + " is not a loopback address and the token file " + options_.tokenFile +
+                   " does not exist: " + howTo;
+        }
         if ((st.st_mode & 077) != 0) {
             return "the status token file " + options_.tokenFile +
                    " is readable by group or others; chmod 600 it (the status server stays off)";
@@ -645,7 +651,7 @@ private:
         while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' '))
             token.pop_back();
         if (!in || token.empty())
-            return "the status token file " + options_.tokenFile + " is empty or unreadable";
+            return "the status token file " + options_.tokenFile + " is empty or unreadable: " + howTo;
         shared_->token = std::move(token);
         return {};
     }

@@ -23,9 +23,9 @@ class StatusServer {
 public:
     struct Options {
         std::string listen = "127.0.0.1:9797";  // ADDRESS:PORT or [ADDRESS]:PORT
-        // Read when the address is not a loopback one: if the file exists, every request
-        // but /healthz and /readyz needs "Authorization: Bearer <its content>". It must not
-        // be readable by group or others.
+        // Read when the address is not a loopback one: every request but /healthz and
+        // /readyz needs "Authorization: Bearer <its content>". It must exist, hold a token
+        // and not be readable by group or others, else start() refuses the address.
         std::string tokenFile;
         std::size_t maxConnections = 64;
         // Live streams (/api/v1/status/stream) open at once; more clients are told to poll.
@@ -41,7 +41,8 @@ public:
     StatusServer(const StatusServer&) = delete;
     StatusServer& operator=(const StatusServer&) = delete;
 
-    // Binds and starts accepting; returns why it cannot (empty on success).
+    // Binds and starts accepting; returns why it cannot (empty on success): an address that
+    // is not loopback without a usable token file is refused, with how to fix it.
     std::string start();
     // Closes the listener and every connection and ends the server's thread; the source is
     // not called afterwards. On the loop thread.

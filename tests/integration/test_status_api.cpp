@@ -526,6 +526,23 @@ TEST_F(StatusApiTest, BeyondLoopbackEveryRequestNeedsTheToken) {
     EXPECT_EQ(withToken.exitCode, 0) << withToken.output;
 }
 
+TEST_F(StatusApiTest, BeyondLoopbackWithoutATokenTheServerStaysOffButNotTheDaemon) {
+    const std::filesystem::path credentials = dir_.path() / "credentials";
+    std::filesystem::create_directories(credentials);  // systemd passed no status-token
+    ScopedEnv env("CREDENTIALS_DIRECTORY", credentials.string());
+    ASSERT_TRUE(kubelet_->start());
+    daemon_->start({"--listen", "0.0.0.0:" + std::to_string(port_)});
+    ASSERT_TRUE(daemon_->waitForLog("devlet runs without its status page", 20s));
+    const std::string log = daemon_->log();
+    EXPECT_NE(log.find("0.0.0.0:" + std::to_string(port_) + " is not a loopback address and the token file " +
+                       (credentials / "status-token").string() + " does not exist"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("set status.listen (or --listen) to a loopback address"), std::string::npos) << log;
+    EXPECT_TRUE(waitForDevices(kCl, 4));
+    EXPECT_EQ(httpGet(port_, "/healthz").status, 0);
+}
+
 TEST_F(StatusApiTest, TokenFileOthersCanReadKeepsTheServerOffButNotTheDaemon) {
     const std::filesystem::path credentials = dir_.path() / "credentials";
     std::filesystem::create_directories(credentials);
