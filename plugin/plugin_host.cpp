@@ -2,9 +2,12 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <utility>
 
 #include <malloc.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "deviceplugin/v1beta1/api.pb.h"
@@ -24,6 +27,13 @@ constexpr std::size_t kRegistrationWindow = 32;
 bool exists(const std::string& path) {
     std::error_code ec;
     return std::filesystem::exists(path, ec);
+}
+
+// Tells one kubelet.sock from the next one a restarted kubelet creates at the same path.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> fileIdentity(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    return std::pair<std::uint64_t, std::uint64_t>(st.st_dev, st.st_ino);
 }
 }  // namespace
 
@@ -69,6 +79,10 @@ void PluginHost::removeStaleSockets() {
 
 void PluginHost::onDirectoryEvent(const std::string& name, std::uint32_t mask) {
     if (stopped_) return;
+    if (mask & IN_Q_OVERFLOW) {
+        rescanDirectory();
+        return;
+    }
     if (name.empty()) {  // the directory itself appeared or vanished
         if (exists(kubeletSocket())) {
             kubeletAppeared();
@@ -92,12 +106,36 @@ void PluginHost::onDirectoryEvent(const std::string& name, std::uint32_t mask) {
     if (it == plugins_.end() || !it->second.server ||
         std::filesystem::path(it->second.server->socketPath()).filename() != name)
         return;  // a socket of an earlier registration
+    socketWiped(resource, it->second);
+}
+
+void PluginHost::socketWiped(const std::string& resource, Plugin& plugin) {
     // Our socket was wiped (a kubelet restart does this): serve anew and register again.
     log.debug() << "socket of " << resource << " removed";
-    Plugin& plugin = it->second;
     plugin.server.reset();
     setRegistration(plugin, Plugin::Registration::None);
     registerPlugin(resource, plugin);
+}
+
+void PluginHost::rescanDirectory() {
+    // Events were lost: what they would have said is read from the directory instead.
+    const auto kubelet = fileIdentity(kubeletSocket());
+    if (!kubelet) {
+        kubeletGone();
+    } else if (!kubeletPresent_ || kubelet != kubeletSocketIdentity_) {
+        log.info() << "kubelet.sock is new since events were lost; registering again";
+        kubeletAppeared();  // registers every plugin on a fresh socket
+        return;
+    }
+    std::size_t wiped = 0;
+    for (auto& [resource, plugin] : plugins_) {
+        if (!plugin.server || exists(plugin.server->socketPath())) continue;
+        socketOwners_.erase(std::filesystem::path(plugin.server->socketPath()).filename().string());
+        socketWiped(resource, plugin);
+        ++wiped;
+    }
+    log.debug() << "device-plugin directory rescanned: kubelet " << (kubelet ? "present" : "absent") << ", "
+                << wiped << " socket(s) of ours gone";
 }
 
 void PluginHost::kubeletAppeared() {
@@ -107,6 +145,7 @@ void PluginHost::kubeletAppeared() {
     // adding a session's worth of pages per plugin (8 MiB at 1,000 plugins).
     ::malloc_trim(0);
     kubeletPresent_ = true;
+    kubeletSocketIdentity_ = fileIdentity(kubeletSocket());
     ++kubeletEpoch_;
     inFlight_ = 0;
     queued_.clear();

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <boost/asio/steady_timer.hpp>
 
@@ -80,6 +81,9 @@ private:
     // kubelet. If not, the plugin keeps its last list, and why is its problem (logged once).
     bool acceptList(const ResourceState& state, Plugin& plugin, const std::optional<std::string>& encoded);
     void onDirectoryEvent(const std::string& name, std::uint32_t mask);
+    // After lost inotify events: is kubelet.sock there and new, are our sockets still there?
+    void rescanDirectory();
+    void socketWiped(const std::string& resource, Plugin& plugin);
     void kubeletAppeared();
     void kubeletGone();
     void registerPlugin(const std::string& resource, Plugin& plugin);
@@ -95,6 +99,8 @@ private:
     Inventory* inventory_ = nullptr;
     std::unique_ptr<GrpcChannel> kubelet_;  // Registration, on kubelet.sock
     bool kubeletPresent_ = false;
+    // (st_dev, st_ino) of the kubelet.sock registered with: a new one means a new kubelet.
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> kubeletSocketIdentity_;
     bool stopped_ = false;
     std::map<std::string, Plugin> plugins_;
     std::map<std::string, std::string> socketOwners_;  // socket file name -> resource (may be stale)

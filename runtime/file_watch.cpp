@@ -94,13 +94,38 @@ void FileWatch::readEvents() {
                 events.emplace_back(ev->wd, ev->mask, ev->len ? std::string(ev->name) : std::string());
                 off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
             }
-            for (const auto& [wd, mask, name] : events) dispatch(wd, mask, name);
+            for (const auto& [wd, mask, name] : events) {
+                if (mask & IN_Q_OVERFLOW) {
+                    overflowed();
+                } else {
+                    dispatch(wd, mask, name);
+                }
+            }
         }
         readEvents();
     });
 }
 
+void FileWatch::overflowed() {
+    log.warning() << "inotify's queue overflowed and events were lost; looking at " << watches_.size()
+                  << " watched director" << (watches_.size() == 1 ? "y" : "ies") << " afresh";
+    std::vector<int> handles;
+    for (const auto& [handle, watch] : watches_) handles.push_back(handle);
+    for (const int handle : handles) {
+        auto it = watches_.find(handle);
+        if (it == watches_.end()) continue;  // removed by an earlier callback
+        Watch& watch = it->second;
+        // The lost events may have removed or replaced a directory, or created a missing one:
+        // the same directory keeps its watch (IN_MASK_ADD), another gets a new one.
+        const bool wasWaiting = watch.waiting;
+        arm(watch);
+        if (wasWaiting && watch.waiting) continue;
+        watch.callback("", wasWaiting ? IN_CREATE : IN_Q_OVERFLOW);
+    }
+}
+
 void FileWatch::dispatch(int wd, std::uint32_t mask, const std::string& name) {
+    if (wd < 0) return;
     std::vector<int> handles;
     for (const auto& [handle, watch] : watches_) {
         if (watch.wd == wd) handles.push_back(handle);

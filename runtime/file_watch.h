@@ -18,6 +18,9 @@ class FileWatch {
 public:
     // name: the entry inside the directory that changed (empty for the directory itself);
     // mask: inotify bits. A directory that appeared later is reported once with name "".
+    // When the kernel's queue overflowed (a burst while the loop was busy), events were
+    // lost: every watch is called once with name "" and mask IN_Q_OVERFLOW and must look
+    // at its directory afresh.
     using Callback = std::function<void(const std::string& name, std::uint32_t mask)>;
 
     explicit FileWatch(boost::asio::io_context& loop);
@@ -42,6 +45,7 @@ private:
     void arm(Watch& watch);
     void readEvents();
     void dispatch(int wd, std::uint32_t mask, const std::string& name);
+    void overflowed();
 
     boost::asio::posix::stream_descriptor fd_;
     std::map<int, Watch> watches_;  // by handle

@@ -1,8 +1,11 @@
 // devlet's life next to a kubelet: appearing late, restarting, crashing, stopping.
 
 #include <filesystem>
+#include <fstream>
 
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -153,6 +156,44 @@ TEST_F(DaemonLifecycleTest, KubeletRestartReregistersEveryPluginWithSameDevices)
         10s));
     EXPECT_EQ(std::make_tuple(health(kCl), health(kFoo0), health(kFoo1)), before);
     EXPECT_NE(kubelet_->endpoint(kCl), oldEndpoint) << "a fresh socket name on every registration";
+}
+
+// More inotify events than the kernel queues for one reader (max_queued_events), all while
+// devlet is stopped: the kubelet's restart that follows them is lost in the overflow.
+int floodWithEvents(const std::filesystem::path& dir) {
+    std::ifstream limitFile("/proc/sys/fs/inotify/max_queued_events");
+    long limit = 0;
+    if (!(limitFile >> limit) || limit <= 0 || limit > 1'000'000) return -1;
+    const std::string noise = (dir / "noise").string();
+    for (long events = 0; events <= limit; events += 2) {  // IN_CREATE and IN_DELETE
+        const int fd = ::open(noise.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        if (fd < 0) return -1;
+        ::close(fd);
+        ::unlink(noise.c_str());
+    }
+    return 0;
+}
+
+TEST_F(DaemonLifecycleTest, KubeletRestartLostInAnInotifyOverflowStillReregisters) {
+    ASSERT_TRUE(kubelet_->start());
+    daemon_->start();
+    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+
+    ASSERT_EQ(::kill(daemon_->pid(), SIGSTOP), 0);
+    const int flooded = floodWithEvents(daemon_->devicePluginDir());
+    const bool restarted = kubelet_->restart();  // a new kubelet.sock, our sockets wiped
+    ASSERT_EQ(::kill(daemon_->pid(), SIGCONT), 0);
+    if (flooded != 0) GTEST_SKIP() << "cannot read fs.inotify.max_queued_events or it is too large to fill";
+    ASSERT_TRUE(restarted);
+
+    ASSERT_TRUE(daemon_->waitForLog("inotify's queue overflowed", 10s)) << daemon_->log();
+    EXPECT_TRUE(kubelet_->waitFor(
+        [&] {
+            return allOffered() && kubelet_->registrations(kCl) == 2 && kubelet_->registrations(kFoo0) == 2 &&
+                   kubelet_->registrations(kFoo1) == 2;
+        },
+        10s))
+        << daemon_->log();
 }
 
 TEST_F(DaemonLifecycleTest, KillDashNineKeepsHeldSlotsAcrossRestart) {
