@@ -230,7 +230,7 @@ private:
     UdevSource source_;
     boost::asio::steady_timer rescanTimer_;
     boost::asio::steady_timer holdTimer_;
-    // Declared last: destroyed (and joined) first, while everything its answers touch exists.
+    // Declared last: stopped first, so no answer reaches the state above once it is going.
     UsbStringReader reader_;
 };
 }  // namespace

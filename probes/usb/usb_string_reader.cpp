@@ -1,5 +1,6 @@
 #include "probes/usb/usb_string_reader.h"
 
+#include <thread>
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -22,46 +23,50 @@ UsbStringReader::~UsbStringReader() {
 }
 
 void UsbStringReader::read(UsbStringRequest request) {
-    if (!worker_.joinable()) {
-        stopping_ = false;  // no worker runs: nobody else touches it
-        alive_ = std::make_shared<bool>(true);
-        worker_ = std::thread([this, alive = alive_] { work(alive); });
+    if (!worker_) {
+        worker_ = std::make_shared<Worker>(loop_, onAnswer_, read_);
+        // Detached: a read stuck in libusb must never hold the loop; the thread keeps its
+        // Worker alive and ends after its read once stop() has run.
+        std::thread(work, worker_).detach();
     }
     {
-        std::lock_guard lock(mutex_);
-        queue_.push_back(std::move(request));
+        std::lock_guard lock(worker_->mutex);
+        worker_->queue.push_back(std::move(request));
     }
-    wake_.notify_one();
+    worker_->wake.notify_one();
 }
 
 void UsbStringReader::stop() {
-    if (alive_) *alive_ = false;
-    if (!worker_.joinable()) return;
+    if (!worker_) return;
+    std::shared_ptr<Worker> worker = std::move(worker_);
+    worker->alive = false;  // answers already posted are dropped on the loop
     {
-        std::lock_guard lock(mutex_);
-        stopping_ = true;
-        queue_.clear();
+        std::lock_guard lock(worker->mutex);
+        worker->stopping = true;  // and none is posted from now on
+        worker->queue.clear();
     }
-    wake_.notify_one();
-    worker_.join();
+    worker->wake.notify_one();
 }
 
-void UsbStringReader::work(std::shared_ptr<bool> alive) {
+void UsbStringReader::work(std::shared_ptr<Worker> worker) {
     for (;;) {
         UsbStringRequest request;
         {
-            std::unique_lock lock(mutex_);
-            wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-            if (stopping_) return;
-            request = std::move(queue_.front());
-            queue_.pop_front();
+            std::unique_lock lock(worker->mutex);
+            worker->wake.wait(lock, [&] { return worker->stopping || !worker->queue.empty(); });
+            if (worker->stopping) return;
+            request = std::move(worker->queue.front());
+            worker->queue.pop_front();
         }
-        UsbStrings strings = read_(request);
-        // `alive` is only read on the loop: the probe may have stopped (and be gone) by then.
-        boost::asio::post(
-            loop_, [this, alive, request = std::move(request), strings = std::move(strings)]() mutable {
-                if (*alive) onAnswer_(request, std::move(strings));
-            });
+        UsbStrings strings = worker->read(request);
+        // Posted under the lock: once stop() has set `stopping`, the loop (which may be
+        // gone by then) is never touched again.
+        std::lock_guard lock(worker->mutex);
+        if (worker->stopping) return;
+        boost::asio::post(worker->loop,
+                          [worker, request = std::move(request), strings = std::move(strings)]() mutable {
+                              if (worker->alive) worker->onAnswer(request, std::move(strings));
+                          });
     }
 }
 

@@ -3,14 +3,15 @@
 // per transfer on a device that does not answer, which would stall every other probe and
 // plugin on the loop. One worker thread, started by the first read, runs the reads in
 // order and posts each answer back to the loop. Owned by one udev probe on the loop
-// thread; stop() (or destruction) joins the worker.
+// thread. Nothing on the loop ever waits for the worker: stop() (or destruction) drops
+// the queue and lets the read in flight finish on its own; the worker then ends without
+// touching the reader or the loop again.
 
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include <boost/asio/io_context.hpp>
 
@@ -20,7 +21,9 @@ namespace devlet::usb {
 
 class UsbStringReader {
 public:
-    // Runs on the worker thread; readUsbStrings() unless a test gives another.
+    // Runs on the worker thread; readUsbStrings() unless a test gives another. It may
+    // still run after stop() for the read that was in flight, so it must own (or outlive
+    // the worker in) whatever it uses.
     using ReadFunction = std::function<UsbStrings(const UsbStringRequest&)>;
     // Runs on the loop thread with the request and what was read.
     using AnswerCallback = std::function<void(const UsbStringRequest& request, UsbStrings strings)>;
@@ -33,24 +36,32 @@ public:
     // Queues a read; its answer is posted to the loop when it is done.
     void read(UsbStringRequest request);
 
-    // Drops the queued reads and waits for the one in flight (bounded by libusb's transfer
-    // timeouts); no answer callback runs afterwards. read() starts the worker again.
+    // Drops the queued reads and returns at once, without waiting for the one in flight;
+    // no answer callback runs afterwards and nothing is posted to the loop any more.
+    // read() starts a new worker.
     void stop();
 
 private:
-    void work(std::shared_ptr<bool> alive);
+    // Shared by the reader and its worker, so that a worker still in libusb after stop()
+    // (or after the reader is gone) only ever touches this.
+    struct Worker {
+        Worker(boost::asio::io_context& loop, AnswerCallback onAnswer, ReadFunction read)
+            : loop(loop), onAnswer(std::move(onAnswer)), read(std::move(read)) {}
+        boost::asio::io_context& loop;  // posted to only while !stopping (under mutex)
+        AnswerCallback onAnswer;        // called on the loop only while alive
+        ReadFunction read;
+        bool alive = true;  // loop thread only: false once stop() ran
+        std::mutex mutex;   // guards queue and stopping, shared with the thread
+        std::condition_variable wake;
+        std::deque<UsbStringRequest> queue;
+        bool stopping = false;
+    };
+    static void work(std::shared_ptr<Worker> worker);
 
     boost::asio::io_context& loop_;
     AnswerCallback onAnswer_;
     ReadFunction read_;
-    // False once stop() ran; read and written on the loop thread only (answers check it there).
-    std::shared_ptr<bool> alive_;
-
-    std::mutex mutex_;  // guards queue_ and stopping_, shared with the worker
-    std::condition_variable wake_;
-    std::deque<UsbStringRequest> queue_;
-    bool stopping_ = false;
-    std::thread worker_;
+    std::shared_ptr<Worker> worker_;  // the running worker's, null while none runs
 };
 
 }  // namespace devlet::usb

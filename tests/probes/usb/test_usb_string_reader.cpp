@@ -1,15 +1,18 @@
 // The worker that keeps libusb's blocking string reads off the event loop: answers come
-// back on the loop thread in order, and stop() joins the worker, drops what is queued and
-// lets no answer through afterwards. The read itself is a function the test controls
+// back on the loop thread in order, the loop handles other events while a read blocks, and
+// stop() never waits for the worker, drops what is queued and lets no answer through
+// afterwards. The read itself is a function the test controls
 // (libusb's is tested on the recorded camera in test_usb_descriptors).
 
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
 #include "probes/usb/usb_string_reader.h"
@@ -77,36 +80,60 @@ TEST_F(UsbStringReaderTest, AnswersComeBackOnTheLoopThreadInOrder) {
     EXPECT_NE(readOn.load(), std::this_thread::get_id());
 }
 
-TEST_F(UsbStringReaderTest, StopWaitsForTheReadInFlightAndDropsEveryAnswer) {
+// A read that blocks until the test lets it go (a device that takes its time to refuse).
+// Shared with the worker, which may outlive the reader.
+struct BlockedRead {
     std::promise<void> started;
     std::promise<void> release;
     std::shared_future<void> released = release.get_future().share();
+    std::promise<void> finished;
     std::atomic<int> reads = 0;
-    std::atomic<bool> firstFinished = false;
-    UsbStringReader reader(loop_, record(), [&](const UsbStringRequest&) {
-        if (reads++ == 0) {
-            started.set_value();
-            released.wait();  // a device that takes its time to refuse
-            firstFinished = true;
+};
+
+UsbStringReader::ReadFunction blockingFirstRead(std::shared_ptr<BlockedRead> blocked) {
+    return [blocked](const UsbStringRequest&) {
+        if (blocked->reads++ == 0) {
+            blocked->started.set_value();
+            blocked->released.wait();
+            blocked->finished.set_value();
         }
-        return UsbStrings{};
-    });
+        UsbStrings strings;
+        strings.strings["serial"] = "late";
+        return strings;
+    };
+}
+
+TEST_F(UsbStringReaderTest, LoopHandlesOtherEventsWhileAReadIsPending) {
+    auto blocked = std::make_shared<BlockedRead>();
+    UsbStringReader reader(loop_, record(), blockingFirstRead(blocked));
     reader.read(request(5, 1));
-    reader.read(request(6, 2));  // queued behind it
-    started.get_future().wait();
-    // Released only once stop() is under way: stop() must wait for the read, not abandon it.
-    std::atomic<bool> stopping = false;
-    std::thread releaser([&] {
-        while (!stopping) std::this_thread::yield();
-        release.set_value();
-    });
-    stopping = true;
-    reader.stop();
-    EXPECT_TRUE(firstFinished);
-    releaser.join();
+    blocked->started.get_future().wait();
+    // The read is stuck in the worker; an event that arrives now is handled at once.
+    bool handled = false;
+    boost::asio::post(loop_, [&] { handled = true; });
+    loop_.run_one();
+    EXPECT_TRUE(handled);
+    EXPECT_TRUE(answers_.empty());
+    blocked->release.set_value();
+    ASSERT_TRUE(runUntilAnswers(1));
+    EXPECT_EQ(answers_[0].serial, "late");
+}
+
+TEST_F(UsbStringReaderTest, StopDoesNotWaitForTheReadInFlightAndDropsEveryAnswer) {
+    auto blocked = std::make_shared<BlockedRead>();
+    auto reader = std::make_unique<UsbStringReader>(loop_, record(), blockingFirstRead(blocked));
+    reader->read(request(5, 1));
+    reader->read(request(6, 2));  // queued behind it
+    blocked->started.get_future().wait();
+    // The read is released only after stop() returned and the reader is gone: were stop()
+    // to wait for it, this would never return.
+    reader->stop();
+    reader.reset();
+    blocked->release.set_value();
+    blocked->finished.get_future().wait();
     loop_.poll();
     EXPECT_TRUE(answers_.empty());
-    EXPECT_LE(reads.load(), 2);
+    EXPECT_EQ(blocked->reads.load(), 1);  // the queued read was dropped
 }
 
 TEST_F(UsbStringReaderTest, ReadAfterStopStartsTheWorkerAgain) {
