@@ -39,7 +39,7 @@ public:
           details_(std::move(details)),
           sink_(sink),
           strings_(kStringReadHoldLimit),
-          source_(loop),
+          source_(loop, &details_.rules),
           rescanTimer_(loop),
           holdTimer_(loop),
           reader_(

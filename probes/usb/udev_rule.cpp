@@ -501,12 +501,14 @@ std::optional<UdevRule> UdevRule::parse(std::string_view text, std::size_t index
     return rule;
 }
 
-std::optional<std::size_t> UdevRule::parentFilterDevice(const UdevObservation& observation) const {
+std::optional<std::size_t> UdevRule::parentFilterDevice(const UdevObservation& observation,
+                                                        std::size_t count) const {
     // As udev: every ...S filter of the rule must hold on one and the same device, the
     // device itself or one of its parents, nearest first.
     for (std::size_t level = 0; level <= observation.parents.size(); ++level) {
         const UdevDevice& device = level == 0 ? observation.device : observation.parents[level - 1];
-        const bool all = std::all_of(filters_.begin(), filters_.end(), [&](const UdevFilter& f) {
+        const auto end = filters_.begin() + static_cast<std::ptrdiff_t>(std::min(count, filters_.size()));
+        const bool all = std::all_of(filters_.begin(), end, [&](const UdevFilter& f) {
             return !f.searchesParents() || check(f, device, kNoProperties).holds;
         });
         if (all) return level;
@@ -514,15 +516,16 @@ std::optional<std::size_t> UdevRule::parentFilterDevice(const UdevObservation& o
     return std::nullopt;
 }
 
-UdevRule::Verdict UdevRule::evaluate(const UdevObservation& observation) const {
+UdevRule::Verdict UdevRule::evaluate(const UdevObservation& observation, std::size_t count) const {
     Verdict verdict;
     bool parentsDone = false;
-    for (std::size_t i = 0; i < filters_.size(); ++i) {
+    count = std::min(count, filters_.size());
+    for (std::size_t i = 0; i < count; ++i) {
         const UdevFilter& filter = filters_[i];
         if (filter.searchesParents()) {
             if (parentsDone) continue;
             parentsDone = true;
-            verdict.ancestor = parentFilterDevice(observation);
+            verdict.ancestor = parentFilterDevice(observation, count);
             if (!verdict.ancestor) {
                 verdict.failed = i;
                 return verdict;
@@ -536,11 +539,15 @@ UdevRule::Verdict UdevRule::evaluate(const UdevObservation& observation) const {
 }
 
 bool UdevRule::matches(const UdevObservation& observation) const {
-    return !evaluate(observation).failed;
+    return !evaluate(observation, filters_.size()).failed;
+}
+
+bool UdevRule::prefixMatches(const UdevObservation& observation, std::size_t count) const {
+    return !evaluate(observation, count).failed;
 }
 
 UdevMatch UdevRule::explain(const UdevObservation& observation) const {
-    const Verdict verdict = evaluate(observation);
+    const Verdict verdict = evaluate(observation, filters_.size());
     auto nameOf = [&](std::size_t level) {
         const UdevDevice& d = level == 0 ? observation.device : observation.parents[level - 1];
         return quoted(d.devpath);
@@ -589,6 +596,32 @@ std::vector<UdevRule> parseUdevRules(const std::vector<std::string>& texts,
         }
     }
     return rules;
+}
+
+std::optional<std::set<std::string>> ruleSubsystems(const std::vector<UdevRule>& rules) {
+    std::set<std::string> subsystems;
+    for (const UdevRule& rule : rules) {
+        // A rule with several SUBSYSTEM filters needs all of them: any one bounds it.
+        bool bounded = false;
+        for (const UdevFilter& filter : rule.filters()) {
+            if (filter.key != UdevKey::Subsystem || filter.negated) continue;
+            const std::string& text = filter.pattern.text();
+            if (text.find_first_of("*?[") != std::string::npos) continue;
+            for (std::size_t start = 0;;) {
+                const std::size_t bar = text.find('|', start);
+                subsystems.insert(
+                    text.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
+                if (bar == std::string::npos) break;
+                start = bar + 1;
+            }
+            bounded = true;
+            break;
+        }
+        if (!bounded) return std::nullopt;
+    }
+    // SUBSYSTEM=="" matches devices without one, which no monitor filter lets through.
+    if (subsystems.empty() || subsystems.contains("")) return std::nullopt;
+    return subsystems;
 }
 
 std::optional<std::size_t> firstMatchingRule(const std::vector<UdevRule>& rules,

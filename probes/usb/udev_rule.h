@@ -117,6 +117,10 @@ public:
     static std::optional<UdevRule> parse(std::string_view text, std::size_t index, std::string& error);
 
     bool matches(const UdevObservation& observation) const;
+    // Whether the first `count` filters hold. Filters are AND-ed, so when a prefix fails
+    // the rule fails: an adapter that reads attributes lazily reads those of the next
+    // filter only while the prefix before it holds.
+    bool prefixMatches(const UdevObservation& observation, std::size_t count) const;
     UdevMatch explain(const UdevObservation& observation) const;
 
     const std::string& text() const { return text_; }
@@ -127,8 +131,9 @@ private:
         std::optional<std::size_t> failed;    // first filter that failed, in written order
         std::optional<std::size_t> ancestor;  // the device the ...S filters matched: 0 = itself
     };
-    Verdict evaluate(const UdevObservation& observation) const;
-    std::optional<std::size_t> parentFilterDevice(const UdevObservation& observation) const;
+    Verdict evaluate(const UdevObservation& observation, std::size_t count) const;
+    std::optional<std::size_t> parentFilterDevice(const UdevObservation& observation,
+                                                  std::size_t count) const;
 
     std::string text_;
     std::vector<UdevFilter> filters_;
@@ -137,6 +142,11 @@ private:
 // Parses every entry; each broken one adds a message to `problems` and is left out.
 std::vector<UdevRule> parseUdevRules(const std::vector<std::string>& texts,
                                      std::vector<std::string>& problems);
+
+// The subsystems every event a rule set can match is in, for filtering the udev monitor:
+// nullopt when some rule has no SUBSYSTEM=="..." (non-negated, without wildcards), as then
+// any subsystem may match.
+std::optional<std::set<std::string>> ruleSubsystems(const std::vector<UdevRule>& rules);
 
 // The index of the first rule that matches, if any.
 std::optional<std::size_t> firstMatchingRule(const std::vector<UdevRule>& rules,

@@ -55,7 +55,23 @@ std::optional<std::set<std::string>> namedStrings(udev_device* device) {
     return named;
 }
 
-UdevDevice readDevice(udev_device* device) {
+// What the classifier reads of a USB device (the one with idVendor and idProduct) for its
+// instance's properties and libusb's string reads, whatever the rules name.
+const std::set<std::string>& usbAttributeNames() {
+    static const std::set<std::string> kNames = {"idVendor", "idProduct", "serial", "manufacturer", "product",
+                                                 "busnum",   "devnum",    "speed",  "bDeviceClass"};
+    return kNames;
+}
+
+void readAttribute(udev_device* device, const std::string& name, UdevDevice& into) {
+    if (skippedAttribute(name)) return;
+    if (const char* value = udev_device_get_sysattr_value(device, name.c_str()))
+        into.attributes[name] = value;
+}
+
+// `names`: the attributes to read; nullptr for every one sysfs lists (`devlet probe usb`
+// shows them all).
+UdevDevice readDevice(udev_device* device, const std::set<std::string>* names) {
     UdevDevice read;
     read.devpath = text(udev_device_get_devpath(device));
     read.subsystem = text(udev_device_get_subsystem(device));
@@ -63,10 +79,15 @@ UdevDevice readDevice(udev_device* device) {
     read.driver = text(udev_device_get_driver(device));
     read.devnode = text(udev_device_get_devnode(device));
     udev_list_entry* entry = nullptr;
-    udev_list_entry_foreach(entry, udev_device_get_sysattr_list_entry(device)) {
-        const char* name = udev_list_entry_get_name(entry);
-        if (!name || skippedAttribute(name)) continue;
-        if (const char* value = udev_device_get_sysattr_value(device, name)) read.attributes[name] = value;
+    if (names) {
+        for (const std::string& name : *names) readAttribute(device, name, read);
+    } else {
+        udev_list_entry_foreach(entry, udev_device_get_sysattr_list_entry(device)) {
+            const char* name = udev_list_entry_get_name(entry);
+            if (!name || skippedAttribute(name)) continue;
+            if (const char* value = udev_device_get_sysattr_value(device, name))
+                read.attributes[name] = value;
+        }
     }
     udev_list_entry_foreach(entry, udev_device_get_tags_list_entry(device)) {
         if (const char* tag = udev_list_entry_get_name(entry)) read.tags.insert(tag);
@@ -77,29 +98,73 @@ UdevDevice readDevice(udev_device* device) {
     return read;
 }
 
+// Reads the device's own attributes filter by filter, in rule order, while the filters
+// before hold: a device the first filters rule out costs no further sysfs read. Parents
+// come with every attribute a rule's ATTRS names (read once, then cached).
+void readAttributesForRules(udev_device* device, const std::vector<UdevRule>& rules,
+                            UdevObservation& observation) {
+    std::set<std::string> tried;
+    for (const UdevRule& rule : rules) {
+        const std::vector<UdevFilter>& filters = rule.filters();
+        bool holds = true;
+        for (std::size_t i = 0; i < filters.size() && holds; ++i) {
+            const UdevFilter& filter = filters[i];
+            if ((filter.key == UdevKey::Attr || filter.key == UdevKey::Attrs) &&
+                tried.insert(filter.name).second)
+                readAttribute(device, filter.name, observation.device);
+            holds = rule.prefixMatches(observation, i + 1);
+        }
+        if (!holds) continue;
+        // Matched: the classifier wants the USB device's attributes if it is one.
+        for (const std::string& name : usbAttributeNames()) {
+            if (tried.insert(name).second) readAttribute(device, name, observation.device);
+        }
+        if (observation.device.attributes.contains("idVendor") &&
+            observation.device.attributes.contains("idProduct")) {
+            observation.device.namedStrings = namedStrings(device);
+        }
+        return;
+    }
+}
+}  // namespace
+
 // The devices above come from `parents` when it has them: a hub or a PCI bridge is the
 // parent of many devices, and the parent of every device plugged in below it.
-UdevObservation readObservation(udev_device* device, UdevParentCache& parents) {
+UdevObservation UdevSource::readObservation(udev_device* device) {
     UdevObservation observation;
-    observation.device = readDevice(device);
+    const bool lazy = rules_ != nullptr;
+    static const std::set<std::string> kNone;
+    observation.device = readDevice(device, lazy ? &kNone : nullptr);
     observation.devnode = std::move(observation.device.devnode);
     observation.device.devnode.clear();
     udev_list_entry* entry = nullptr;
     udev_list_entry_foreach(entry, udev_device_get_properties_list_entry(device)) {
         const char* name = udev_list_entry_get_name(entry);
-        if (name) observation.properties[name] = text(udev_list_entry_get_value(entry));
+        if (name && (!lazy || propertyNames_.contains(name)))
+            observation.properties[name] = text(udev_list_entry_get_value(entry));
     }
     // udev_device_get_parent returns a reference owned by the child.
     for (udev_device* parent = udev_device_get_parent(device); parent;
          parent = udev_device_get_parent(parent)) {
-        const UdevDevice* known = parents.find(text(udev_device_get_devpath(parent)));
-        observation.parents.push_back(known ? *known : parents.remember(readDevice(parent)));
+        const UdevDevice* known = parents_.find(text(udev_device_get_devpath(parent)));
+        observation.parents.push_back(
+            known ? *known : parents_.remember(readDevice(parent, lazy ? &parentAttributeNames_ : nullptr)));
     }
+    if (lazy) readAttributesForRules(device, *rules_, observation);
     return observation;
 }
-}  // namespace
 
-UdevSource::UdevSource(boost::asio::io_context& loop) : monitor_(loop, log) {}
+UdevSource::UdevSource(boost::asio::io_context& loop, const std::vector<UdevRule>* rules)
+    : rules_(rules), monitor_(loop, log) {
+    if (!rules_) return;
+    parentAttributeNames_ = usbAttributeNames();
+    for (const UdevRule& rule : *rules_) {
+        for (const UdevFilter& filter : rule.filters()) {
+            if (filter.key == UdevKey::Attrs) parentAttributeNames_.insert(filter.name);
+            if (filter.key == UdevKey::Env) propertyNames_.insert(filter.name);
+        }
+    }
+}
 
 UdevSource::~UdevSource() {
     close();
@@ -111,7 +176,19 @@ std::string UdevSource::open(bool withMonitor) {
     udev::UdevHandle handle(udev_new());
     if (!handle) return systemError("cannot open libudev", errno ? errno : ENOMEM);
     if (withMonitor) {
-        if (std::string error = monitor_.open(); !error.empty()) return error;
+        std::vector<std::string> subsystems;
+        if (rules_) {
+            if (const auto named = ruleSubsystems(*rules_)) {
+                // The parents' cache follows the USB devices' own add and remove events: a
+                // device plugged into the same port again is another device.
+                subsystems.assign(named->begin(), named->end());
+                if (!named->contains("usb")) subsystems.push_back("usb");
+            } else {
+                log.debug() << "a rule in udevRules names no SUBSYSTEM==\"...\" without wildcards: the udev "
+                               "monitor cannot be filtered and receives every uevent";
+            }
+        }
+        if (std::string error = monitor_.open(subsystems); !error.empty()) return error;
     }
     udev_ = std::move(handle);
     return {};
@@ -134,7 +211,7 @@ std::string UdevSource::enumerate(std::vector<UdevObservation>& observations) {
         // A device removed since the scan is simply gone; its remove event follows.
         udev::UdevDeviceHandle device(udev_device_new_from_syspath(udev_.get(), syspath));
         if (!device) continue;
-        observations.push_back(readObservation(device.get(), parents_));
+        observations.push_back(readObservation(device.get()));
     }
     return {};
 }
@@ -149,7 +226,7 @@ void UdevSource::watch(EventsCallback onEvents, ErrorCallback onError) {
                 event.action = text(udev_device_get_action(device.get()));
                 event.devpath = text(udev_device_get_devpath(device.get()));
                 parents_.forget(event.action, event.devpath);
-                if (event.action != "remove") event.observation = readObservation(device.get(), parents_);
+                if (event.action != "remove") event.observation = readObservation(device.get());
                 events.push_back(std::move(event));
             }
             onEvents(std::move(events));

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include "probes/udev/udev_monitor.h"
 #include "probes/usb/udev_parent_cache.h"
 #include "probes/usb/udev_rule.h"
+
+struct udev_device;
 
 namespace devlet::usb {
 
@@ -32,7 +35,11 @@ public:
     // Called once when the monitor breaks; the source stops watching.
     using ErrorCallback = std::function<void(const std::string& message)>;
 
-    explicit UdevSource(boost::asio::io_context& loop);
+    // With `rules` (borrowed, outliving the source) a device's attributes are read only as
+    // the rules need them, parents get only the attributes rules and the classifier name,
+    // and the monitor receives only the subsystems the rules name (plus usb). Without, it
+    // reads everything sysfs has (for `devlet probe usb`).
+    explicit UdevSource(boost::asio::io_context& loop, const std::vector<UdevRule>* rules = nullptr);
     ~UdevSource();
     UdevSource(const UdevSource&) = delete;
     UdevSource& operator=(const UdevSource&) = delete;
@@ -54,7 +61,12 @@ public:
     void close();
 
 private:
-    udev::UdevHandle udev_;  // for enumerate(); the monitor holds its own
+    UdevObservation readObservation(udev_device* device);
+
+    const std::vector<UdevRule>* rules_;
+    std::set<std::string> parentAttributeNames_;  // ATTRS{} names and the classifier's USB ones
+    std::set<std::string> propertyNames_;         // ENV{} names
+    udev::UdevHandle udev_;                       // for enumerate(); the monitor holds its own
     // Parents read by the last scan or since, for the devices events bring.
     UdevParentCache parents_;
     udev::UdevMonitor monitor_;

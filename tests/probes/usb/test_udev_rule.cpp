@@ -2,6 +2,7 @@
 // recorded-shape webcam (video4linux node behind a UVC interface behind a USB device),
 // without hardware. Tables where several inputs show one behaviour.
 
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -626,6 +627,60 @@ TEST(AkriCompatibility, PlainDevpathIsExact) {
     expectWebcam(
         {{R"(DEVPATH=="/devices/pci0000:00/0000:00:14.0/usb1/1-1/1-1:1.0/video4linux/video0")", true},
          {R"(DEVPATH=="/devices/pci0000:00/0000:00:14.0/usb1/1-1")", false}});
+}
+
+// ---- what an adapter may skip reading ----
+
+TEST(UdevRuleSubsystems, EveryRuleNamingASubsystemGivesTheFilter) {
+    struct Case {
+        std::vector<std::string> rules;
+        std::optional<std::set<std::string>> subsystems;
+    };
+    const std::vector<Case> cases = {
+        {{R"(SUBSYSTEM=="video4linux")"}, std::set<std::string>{"video4linux"}},
+        {{R"(SUBSYSTEM=="tty|hidraw", ATTRS{idVendor}=="0403")",
+          R"(KERNEL=="video*", SUBSYSTEM=="video4linux")"},
+         std::set<std::string>{"tty", "hidraw", "video4linux"}},
+        // A rule without one matches any subsystem: nothing can be filtered.
+        {{R"(SUBSYSTEM=="tty")", R"(KERNEL=="video*")"}, std::nullopt},
+        {{R"(SUBSYSTEMS=="usb")"}, std::nullopt},
+        {{R"(SUBSYSTEM!="tty")"}, std::nullopt},
+        {{R"(SUBSYSTEM=="video*")"}, std::nullopt},
+        {{R"(SUBSYSTEM=="tty|")"}, std::nullopt},  // the empty alternative: devices without one
+        {{}, std::nullopt},
+    };
+    for (const Case& c : cases) {
+        std::vector<std::string> problems;
+        const std::vector<UdevRule> rules = parseUdevRules(c.rules, problems);
+        ASSERT_TRUE(problems.empty());
+        EXPECT_EQ(ruleSubsystems(rules), c.subsystems) << (c.rules.empty() ? "" : c.rules.front());
+    }
+}
+
+TEST(UdevRulePrefix, APrefixThatFailsMeansTheRuleFails) {
+    // Filters are read in order: an adapter stops reading at the first prefix that fails.
+    const auto rule = parsed(R"(SUBSYSTEM=="tty", ATTR{name}=="HD Pro*", ATTRS{idVendor}=="046d")");
+    ASSERT_TRUE(rule);
+    EXPECT_TRUE(rule->prefixMatches(webcam(), 0));
+    EXPECT_FALSE(rule->prefixMatches(webcam(), 1));
+    EXPECT_FALSE(rule->prefixMatches(webcam(), 3));
+
+    const auto later = parsed(R"(SUBSYSTEM=="video4linux", ATTR{name}=="HD Pro*", ATTRS{idVendor}=="0403")");
+    ASSERT_TRUE(later);
+    EXPECT_TRUE(later->prefixMatches(webcam(), 1));
+    EXPECT_TRUE(later->prefixMatches(webcam(), 2));
+    EXPECT_FALSE(later->prefixMatches(webcam(), 3));
+    EXPECT_FALSE(later->matches(webcam()));
+}
+
+TEST(UdevRulePrefix, AnAttributeNotReadYetIsOnlyNeededByTheFilterThatNamesIt) {
+    UdevObservation unread = webcam();
+    unread.device.attributes.clear();  // nothing read of the device itself yet
+    const auto rule = parsed(R"(SUBSYSTEM=="video4linux", ATTR{name}=="HD Pro*")");
+    ASSERT_TRUE(rule);
+    EXPECT_TRUE(rule->prefixMatches(unread, 1));
+    EXPECT_FALSE(rule->prefixMatches(unread, 2));
+    EXPECT_TRUE(rule->prefixMatches(webcam(), 2));
 }
 
 }  // namespace
