@@ -177,7 +177,7 @@ int floodWithEvents(const std::filesystem::path& dir) {
 TEST_F(DaemonLifecycleTest, KubeletRestartLostInAnInotifyOverflowStillReregisters) {
     ASSERT_TRUE(kubelet_->start());
     daemon_->start();
-    ASSERT_TRUE(kubelet_->waitFor([&] { return allOffered(); }, 10s));
+    ASSERT_TRUE(kubelet_->waitFor([&] { return camsOffered(); }, 10s));
 
     ASSERT_EQ(::kill(daemon_->pid(), SIGSTOP), 0);
     const int flooded = floodWithEvents(daemon_->devicePluginDir());
@@ -189,7 +189,7 @@ TEST_F(DaemonLifecycleTest, KubeletRestartLostInAnInotifyOverflowStillReregister
     ASSERT_TRUE(daemon_->waitForLog("inotify's queue overflowed", 10s)) << daemon_->log();
     EXPECT_TRUE(kubelet_->waitFor(
         [&] {
-            return allOffered() && kubelet_->registrations(kCl) == 2 && kubelet_->registrations(kFoo0) == 2 &&
+            return camsOffered() && kubelet_->registrations(kCl) == 2 && kubelet_->registrations(kFoo0) == 2 &&
                    kubelet_->registrations(kFoo1) == 2;
         },
         10s))
