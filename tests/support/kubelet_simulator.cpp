@@ -670,14 +670,17 @@ void KubeletSimulator::streamMessage(const std::string& name, uint64_t registrat
         }
         observer = observer_;
     }
-    writeCheckpoint();
-    // The message counts once the checkpoint is written and the observer has run, so a
-    // waitFor on the message count also covers both.
+    // The message counts once the observer has run, so a waitFor on the message count
+    // also covers the observer's side effects.
     if (observer) (*observer)(name, response, receivedAt);
     {
         std::lock_guard lock(mutex_);
         if (auto it = resources_.find(name); it != resources_.end()) ++it->second.messages;
     }
+    notifyChanged();
+    // After the waiters had their chance, so a test waiting for a list is not held up by
+    // the file; they hear of it too.
+    writeCheckpoint();
     notifyChanged();
 }
 

@@ -120,7 +120,7 @@ public:
     // The options GetDevicePluginOptions returned for the live registration.
     v1beta1::DevicePluginOptions options(const std::string& resource) const;
     // ListAndWatch messages received for the resource (all registrations, kept across restarts),
-    // each counted once the checkpoint is written and the observer has seen it.
+    // each counted once the observer has seen it.
     uint64_t listAndWatchMessages(const std::string& resource) const;
     // Every recorded container allocation, in allocation order.
     std::vector<ContainerAllocation> allocations() const;

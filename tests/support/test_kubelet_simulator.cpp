@@ -606,7 +606,7 @@ TEST_F(KubeletSimulatorTest, CheckpointKeepsARemovedPodUntilTheNextWrite) {
     simulator_->removePod("ns", "pod");
     EXPECT_NE(checkpoint().find(entry), std::string::npos) << "written on lists and allocations only";
     plugin.setDevices({device("w0", "Healthy", {1}), device("w1", "Unhealthy")});
-    // Written before the simulator says its state changed: waiting on it is waiting on the write.
+    // The simulator says its state changed again once the checkpoint is written.
     EXPECT_TRUE(waitFor([&] { return checkpoint().find(entry) == std::string::npos; })) << checkpoint();
     EXPECT_NE(checkpoint().find(R"("RegisteredDevices":{"example.com/widget":["w0"]})"), std::string::npos)
         << checkpoint();
