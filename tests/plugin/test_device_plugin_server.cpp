@@ -20,6 +20,7 @@
 #include "plugin/device_list_encoder.h"
 #include "plugin/device_plugin_server.h"
 #include "runtime/inventory.h"
+#include "tests/support/run_on_loop.h"
 #include "tests/support/temp_dir.h"
 
 namespace devlet::plugin {
@@ -37,10 +38,7 @@ class DevicePluginServerTest : public ::testing::Test {
 protected:
     template <typename Work>
     auto onLoop(Work work) {
-        std::packaged_task<decltype(work())()> task(std::move(work));
-        auto result = task.get_future();
-        boost::asio::post(loop_, [&task] { task(); });
-        return result.get();
+        return test::runOnLoop(loop_, std::move(work));
     }
 
     void SetUp() override {

@@ -13,6 +13,7 @@
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "plugin/grpc_channel.h"
+#include "tests/support/run_on_loop.h"
 #include "tests/support/temp_dir.h"
 
 namespace devlet::plugin {
@@ -47,10 +48,7 @@ class GrpcChannelTest : public ::testing::Test {
 protected:
     template <typename Work>
     auto onLoop(Work work) {
-        std::packaged_task<decltype(work())()> task(std::move(work));
-        auto result = task.get_future();
-        boost::asio::post(loop_, [&task] { task(); });
-        return result.get();
+        return test::runOnLoop(loop_, std::move(work));
     }
 
     void SetUp() override {

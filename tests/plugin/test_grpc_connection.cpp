@@ -18,6 +18,7 @@
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "plugin/grpc_connection.h"
+#include "tests/support/run_on_loop.h"
 #include "tests/support/temp_dir.h"
 
 namespace devlet::plugin {
@@ -59,10 +60,7 @@ protected:
     // Runs `work` on the loop thread and waits for it.
     template <typename Work>
     auto onLoop(Work work) {
-        std::packaged_task<decltype(work())()> task(std::move(work));
-        auto result = task.get_future();
-        boost::asio::post(loop_, [&task] { task(); });
-        return result.get();
+        return test::runOnLoop(loop_, std::move(work));
     }
 
     // Waits (generously: a loaded machine) until `condition` holds on the loop thread.

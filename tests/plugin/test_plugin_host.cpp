@@ -18,6 +18,7 @@
 #include "runtime/file_watch.h"
 #include "runtime/inventory.h"
 #include "tests/support/kubelet_simulator.h"
+#include "tests/support/run_on_loop.h"
 #include "tests/support/temp_dir.h"
 
 namespace devlet::plugin {
@@ -69,10 +70,7 @@ class PluginHostTest : public ::testing::Test {
 protected:
     template <typename Work>
     auto onLoop(Work work) {
-        std::packaged_task<decltype(work())()> task(std::move(work));
-        auto result = task.get_future();
-        boost::asio::post(loop_, [&task] { task(); });
-        return result.get();
+        return test::runOnLoop(loop_, std::move(work));
     }
 
     void SetUp() override {
