@@ -57,11 +57,6 @@ std::vector<Instance> echoDevices() {
     return devices;
 }
 
-std::uint64_t seedFromEnvironment() {
-    if (const char* seed = std::getenv("DEVLET_FAULT_SEED")) return std::strtoull(seed, nullptr, 10);
-    return std::random_device{}();
-}
-
 class InventoryPowerLossTest : public ::testing::Test {
 protected:
     struct Node {
@@ -94,7 +89,7 @@ protected:
     // reboot devlet starts with what the disk kept and reads the kubelet's checkpoint
     // (every allocation it answered); PodResources does not answer yet.
     Result cutRepeatedly(int rounds) {
-        const std::uint64_t seed = seedFromEnvironment();
+        const std::uint64_t seed = test::PowerCutVfs::seed();
         std::printf("power cuts: %d rounds, seed %llu (DEVLET_FAULT_SEED repeats it)\n", rounds,
                     static_cast<unsigned long long>(seed));
         std::mt19937_64 random(seed);

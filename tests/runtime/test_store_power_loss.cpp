@@ -53,11 +53,6 @@ std::string integrityCheck(const fs::path& path) {
     return result;
 }
 
-std::uint64_t seedFromEnvironment() {
-    if (const char* seed = std::getenv("DEVLET_FAULT_SEED")) return std::strtoull(seed, nullptr, 10);
-    return std::random_device{}();
-}
-
 class StorePowerLossTest : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -89,7 +84,7 @@ protected:
     // be exactly what was acknowledged: a call the cut interrupted may or may not have
     // happened, as a whole.
     Result cutRepeatedly(const Cuts& cuts) {
-        const std::uint64_t seed = seedFromEnvironment();
+        const std::uint64_t seed = test::PowerCutVfs::seed();
         std::printf("power cuts: %d rounds, seed %llu (DEVLET_FAULT_SEED repeats it)\n", cuts.rounds,
                     static_cast<unsigned long long>(seed));
         std::mt19937_64 random(seed);

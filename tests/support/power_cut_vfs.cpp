@@ -1,8 +1,10 @@
 #include "tests/support/power_cut_vfs.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <stdexcept>
 #include <system_error>
 
@@ -349,6 +351,11 @@ int keepSynchronousNormal(sqlite3* db, const char**, const sqlite3_api_routines*
 }
 using Extension = void (*)();
 }  // namespace
+
+std::uint64_t PowerCutVfs::seed() {
+    if (const char* seed = std::getenv("DEVLET_FAULT_SEED")) return std::strtoull(seed, nullptr, 10);
+    return std::random_device{}();
+}
 
 SynchronousNormalForced::SynchronousNormalForced() {
     sqlite3_auto_extension(reinterpret_cast<Extension>(keepSynchronousNormal));

@@ -37,6 +37,9 @@ public:
     PowerCutVfs(const PowerCutVfs&) = delete;
     PowerCutVfs& operator=(const PowerCutVfs&) = delete;
 
+    // A random seed for a run of cuts, or $DEVLET_FAULT_SEED to repeat one.
+    static std::uint64_t seed();
+
     // The probability that a write not yet synced is on the disk all the same after a
     // cut (each write on its own, so a later one may land and an earlier one not).
     void keepUnsyncedWrites(double probability, std::uint64_t seed);
