@@ -31,8 +31,6 @@ using yaml::nearMiss;
 constexpr std::string_view kApiVersion = "akri.sh/v0";
 constexpr std::string_view kKind = "Configuration";
 constexpr long long kMaxCapacity = 1024;
-// Resource name parts and the ids derived from them stay within the kubelet's 63.
-constexpr std::size_t kMaxNameLength = 63;
 constexpr std::string_view kHashPlaceholder = "xxxxxx";
 constexpr double kMaxRemovalGraceSeconds = 86400;
 
@@ -55,12 +53,6 @@ const std::vector<std::string> kDiscoveryPropertyKeys = {"name", "value", "value
 const std::vector<std::string> kDevletKeys = {"allocationPolicy", "uniqueDevices", "configurationResource",
                                               "removalGracePeriodSeconds"};
 const std::vector<std::string> kAllocationPolicies = {"spread", "pack"};
-
-bool isLabelName(std::string_view name) {
-    auto lowerAlnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-    if (name.empty() || !lowerAlnum(name.front()) || !lowerAlnum(name.back())) return false;
-    return std::all_of(name.begin(), name.end(), [&](char c) { return lowerAlnum(c) || c == '-'; });
-}
 
 bool isCIdentifier(std::string_view name) {
     auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
@@ -109,6 +101,11 @@ public:
         } else {
             error(docLine, "spec is missing");
         }
+        // A configuration-level request gets distinct devices, as in Akri, unless the
+        // configuration says otherwise. The gpu handler follows Intel's GPU plugin instead,
+        // whose shared-dev-num shares one GPU among the units a container asks for.
+        if (!uniqueDevicesGiven_ && config.handler == "gpu") config.uniqueDevices = false;
+        uniqueDevicesGiven_ = false;
         checkName(config, nameLine);
         if (handler.line > 0) checkDetails(config, handler);
 
@@ -396,6 +393,7 @@ private:
             }
         }
         if (const Entry* unique = find(*devlet, "uniqueDevices")) {
+            uniqueDevicesGiven_ = true;
             if (auto value = boolean(*unique, where + ".uniqueDevices")) config.uniqueDevices = *value;
         }
         if (const Entry* resource = find(*devlet, "configurationResource")) {
@@ -422,42 +420,36 @@ private:
     }
 
     // The configuration's name becomes part of Kubernetes resource names and device ids.
+    // Accepted as Akri accepts it; where the kubelet would refuse a name derived from it,
+    // the error says which and why.
     void checkName(const Configuration& config, int line) {
         const std::string& name = config.name;
         if (name.empty()) return;
-        if (!isLabelName(name)) {
-            error(line, "metadata.name " + inQuotes(name) +
-                            " must consist of lower-case letters, digits and '-', and start and end with a "
-                            "letter or digit (it becomes part of resource names)");
+        if (std::string problem = configurationNameProblem(name); !problem.empty()) {
+            error(line, "metadata.name " + inQuotes(name) + " " + problem);
             return;
         }
-        // The instance resource <name>-<hash> and every slot id <name>-<hash>-<k> must fit.
-        std::string instance = instanceName(name, kHashPlaceholder);
-        std::string lastSlot = slotId(instance, config.capacity - 1);
-        std::string room = std::to_string(kMaxNameLength - (lastSlot.size() - name.size()));
-        std::string has = " characters (it has " + std::to_string(name.size()) + ")";
-        if (instance.size() > kMaxNameLength) {
-            error(line, "name too long: " + instance + " must fit in " + std::to_string(kMaxNameLength) +
-                            " characters; with slot ids up to " + lastSlot +
-                            " the configuration name can have at most " + room + has);
-            return;
-        }
-        if (lastSlot.size() > kMaxNameLength) {
-            error(line, "name too long for capacity " + std::to_string(config.capacity) + ": slot id " +
-                            lastSlot + " must fit in " + std::to_string(kMaxNameLength) +
-                            " characters, so the configuration name can have at most " + room + has);
-            return;
-        }
-        std::string instanceResource = resourceDomain_ + "/" + instanceName(name, "000000");
+        const std::string instanceResource = resourceDomain_ + "/" + instanceName(name, "000000");
         if (std::string problem = resourceNameProblem(instanceResource); !problem.empty()) {
-            error(line, "resource name " + resourceDomain_ + "/" + instance + " is not valid: " + problem);
+            error(line, "the instance-level resource name " + resourceDomain_ + "/" +
+                            instanceName(name, kHashPlaceholder) +
+                            " is not valid for the kubelet: " + problem);
             return;
         }
         if (config.configurationResource.empty()) {
-            std::string resource = resourceDomain_ + "/" + name;
+            const std::string resource = resourceDomain_ + "/" + name;
             if (std::string problem = resourceNameProblem(resource); !problem.empty()) {
-                error(line, "resource name " + resource + " is not valid: " + problem);
+                error(line, "the configuration-level resource name " + resource +
+                                " is not valid for the kubelet: " + problem);
             }
+        }
+        // Akri's slot ids are the same and work; the device-plugin API's comment is stricter.
+        const std::string lastSlot = slotId(instanceName(name, kHashPlaceholder), config.capacity - 1);
+        if (lastSlot.size() > kDocumentedDeviceIdLength) {
+            warning(line, "slot ids up to " + lastSlot + " have " + std::to_string(lastSlot.size()) +
+                              " characters, more than the " + std::to_string(kDocumentedDeviceIdLength) +
+                              " the device-plugin API documents for a device id; the kubelet is not known to "
+                              "check it, and Akri gives the same ids");
         }
     }
 
@@ -485,7 +477,12 @@ private:
         }
         for (const auto& problem : problems) {
             int line = problem.line > 0 ? config.detailsLine + problem.line - 1 : handler.detailsKeyLine;
-            error(line, "discoveryDetails (" + config.handler + "): " + problem.message);
+            std::string message = "discoveryDetails (" + config.handler + "): " + problem.message;
+            if (problem.warning) {
+                warning(line, std::move(message));
+            } else {
+                error(line, std::move(message));
+            }
         }
     }
 
@@ -495,6 +492,7 @@ private:
     ParsedConfigurations& out_;
     std::vector<std::string_view> lines_;  // views into the caller's text, for block-scalar lines
     std::map<std::string, int> nameLines_;
+    bool uniqueDevicesGiven_ = false;  // the current document sets spec.devlet.uniqueDevices
 };
 
 bool endsWith(std::string_view text, std::string_view suffix) {

@@ -31,7 +31,7 @@ struct Configuration {
     std::map<std::string, std::string> brokerProperties;
     // devlet's additions (spec.devlet)
     AllocationPolicy allocationPolicy = AllocationPolicy::Spread;
-    bool uniqueDevices = false;         // a CL request never gets two slots of one device
+    bool uniqueDevices = true;          // a CL request never gets two slots of one device (Akri)
     std::string configurationResource;  // overrides "<domain>/<name>" (e.g. gpu.intel.com/i915)
     std::optional<std::chrono::milliseconds> removalGrace;  // unset = the handler's default
     std::string sourceFile;

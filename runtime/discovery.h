@@ -24,6 +24,9 @@ struct Configuration;
 struct DetailsProblem {
     int line = 0;  // 1-based within the details text; 0 = unknown
     std::string message;
+    // Accepted as Akri accepts it, but worth saying (`descriptions: []`: no devices); a
+    // warning does not reject the file.
+    bool warning = false;
 };
 
 // A device a probe saw for a configuration but does not offer, and why: what a person
@@ -91,7 +94,7 @@ class DiscoveryHandler {
 public:
     virtual ~DiscoveryHandler() = default;
     virtual std::string_view name() const = 0;
-    // Parses discoveryDetails; empty = valid.
+    // Parses discoveryDetails; no problem other than warnings = valid.
     virtual std::vector<DetailsProblem> check(const Configuration& configuration) const = 0;
     // How long a vanished device stays (Unhealthy) before its plugin is withdrawn.
     virtual std::chrono::milliseconds defaultRemovalGrace() const { return std::chrono::milliseconds(0); }

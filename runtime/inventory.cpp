@@ -604,10 +604,14 @@ ContainerGrant Inventory::grantFor(const ConfigurationState& c,
             grant.envs.try_emplace(key, value);  // the first device keeps the plain name
             grant.envs[key + "_" + hash] = value;
         };
-        // The device's own property wins over a configuration-wide broker property of
-        // the same name, in both KEY and KEY_<HASH>.
-        std::map<std::string, std::string> properties = instance->device.properties;
-        properties.insert(c.configuration.brokerProperties.begin(), c.configuration.brokerProperties.end());
+        // A broker property wins over a device property of the same name, in both KEY and
+        // KEY_<HASH>, as in Akri: its agent appends the Configuration's brokerProperties
+        // after the device's own properties (agent/src/device_manager/in_memory.rs `get`,
+        // and discovery_handler_registry.rs `device_to_instance` for the Instance), and
+        // `cdi_device_to_car` (plugin_manager/device_plugin_instance_controller.rs) turns
+        // that list into the env map, where the later entry stays.
+        std::map<std::string, std::string> properties = c.configuration.brokerProperties;
+        properties.insert(instance->device.properties.begin(), instance->device.properties.end());
         for (const auto& [key, value] : properties) put(key, value);
         for (const DeviceNode& node : instance->device.nodes) {
             DeviceNode spec = node;

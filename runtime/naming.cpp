@@ -154,4 +154,20 @@ std::string domainProblem(std::string_view domain) {
     return dns1123SubdomainProblem(domain, kDns1123SubdomainMaxLength, /*labelLimit=*/true);
 }
 
+std::string configurationNameProblem(std::string_view name) {
+    if (std::string problem = dns1123SubdomainProblem(name, kDns1123SubdomainMaxLength, /*labelLimit=*/false);
+        !problem.empty()) {
+        return "is not a Kubernetes object name: it " + problem +
+               " (lower-case letters, digits, '-' and '.', each '.'-separated part starting and ending with "
+               "a letter or digit)";
+    }
+    if (name.size() > kMaxConfigurationNameLength) {
+        return "has " + std::to_string(name.size()) + " characters; at most " +
+               std::to_string(kMaxConfigurationNameLength) + " fit: the instance-level resource <domain>/" +
+               std::string(name) + "-<6 hex digits> would have " + std::to_string(name.size() + 7) +
+               " characters after '/', and the kubelet allows 63 there (Akri has the same limit)";
+    }
+    return {};
+}
+
 }  // namespace devlet

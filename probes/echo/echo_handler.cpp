@@ -86,11 +86,13 @@ EchoDetails parseEchoDetails(const std::string& text, std::vector<DetailsProblem
             problems.push_back({line, std::move(message)});
         });
     if (!mapping) return details;
+    int descriptionsLine = 0;
     for (const auto& [key, entry] : *mapping) {
         const YAML::Node& value = entry.value;
         const int line = entry.valueLine();
         try {
             if (key == "descriptions") {
+                descriptionsLine = entry.line;
                 if (!value.IsSequence()) {
                     problems.push_back({line, "descriptions must be a list of strings"});
                     continue;
@@ -122,8 +124,13 @@ EchoDetails parseEchoDetails(const std::string& text, std::vector<DetailsProblem
             problems.push_back({line, "\"" + key + "\" has the wrong type"});
         }
     }
-    if (details.descriptions.empty() && problems.empty()) {
-        problems.push_back({1, "debugEcho needs at least one entry in \"descriptions\""});
+    // Akri accepts an empty list (its Helm chart renders `descriptions: []` when none are
+    // set) and discovers nothing; so does devlet, but says so.
+    if (descriptionsLine == 0 && problems.empty()) {
+        problems.push_back({1, "debugEcho needs \"descriptions\", a list of device descriptions"});
+    } else if (details.descriptions.empty() && problems.empty()) {
+        problems.push_back({descriptionsLine, "\"descriptions\" is empty: this configuration has no devices",
+                            /*warning=*/true});
     }
     return details;
 }

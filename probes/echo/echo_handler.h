@@ -2,6 +2,8 @@
 // The debugEcho discovery handler, Akri-compatible: every description becomes a
 // device (id = description, property DEBUG_ECHO_DESCRIPTION). devlet adds
 // `shared` and `availabilityFile` (OFFLINE in it = no devices; watched).
+// Devices are shared by default, as Akri's Helm chart installs its debugEcho handler
+// (DEBUG_ECHO_INSTANCES_SHARED=true): `foo0` is `<configuration>-8120fe` on every node.
 
 #include <memory>
 #include <string>
@@ -13,7 +15,7 @@ namespace devlet::echo {
 
 struct EchoDetails {
     std::vector<std::string> descriptions;
-    bool shared = false;
+    bool shared = true;            // Akri's Helm default
     std::string availabilityFile;  // empty = always available
 };
 

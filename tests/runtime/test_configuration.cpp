@@ -162,7 +162,7 @@ TEST_F(ConfigurationTest, MinimalConfigurationGetsDefaults) {
     EXPECT_EQ(config.discoveryDetails, "");
     EXPECT_EQ(config.capacity, 1);
     EXPECT_EQ(config.allocationPolicy, AllocationPolicy::Spread);
-    EXPECT_FALSE(config.uniqueDevices);
+    EXPECT_TRUE(config.uniqueDevices) << "as in Akri: N units of the configuration's resource are N devices";
     EXPECT_EQ(config.configurationResource, "");
     EXPECT_FALSE(config.removalGrace.has_value());
     EXPECT_TRUE(parsed.warnings.empty());
@@ -383,28 +383,96 @@ TEST_F(ConfigurationTest, UpperCaseNameRejected) {
     auto parsed = parse(document("Cams", ""));
     ASSERT_EQ(parsed.problems.size(), 1u);
     EXPECT_EQ(parsed.problems[0].line, 4);
-    EXPECT_NE(parsed.problems[0].message.find("lower-case"), std::string::npos);
+    EXPECT_NE(parsed.problems[0].message.find("must be lower case"), std::string::npos)
+        << parsed.problems[0].message;
 }
 
-TEST_F(ConfigurationTest, NameTooLongForResourceRejected) {
+TEST_F(ConfigurationTest, UniqueDevicesFalseIsKept) {
+    auto parsed = parse(document("cams", "  devlet:\n    uniqueDevices: false\n"));
+    ASSERT_EQ(parsed.configurations.size(), 1u) << allMessages(parsed);
+    EXPECT_FALSE(parsed.configurations[0].uniqueDevices);
+}
+
+// Intel's GPU plugin gives one container several shares of one GPU; gpu follows it.
+TEST_F(ConfigurationTest, GpuConfigurationSharesAGpuWithinAPodByDefault) {
+    HandlerRegistry handlers;
+    handlers.add(std::make_unique<FakeHandler>("gpu"));
+    const std::string gpu =
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: gpus\n"
+        "spec:\n  discoveryHandler:\n    name: gpu\n";
+    auto parsed = parseConfigurations(gpu, "conf.d/gpu.yaml", handlers, "akri.sh");
+    ASSERT_EQ(parsed.configurations.size(), 1u) << allMessages(parsed);
+    EXPECT_FALSE(parsed.configurations[0].uniqueDevices);
+    parsed = parseConfigurations(gpu + "  devlet:\n    uniqueDevices: true\n", "conf.d/gpu.yaml", handlers,
+                                 "akri.sh");
+    ASSERT_EQ(parsed.configurations.size(), 1u) << allMessages(parsed);
+    EXPECT_TRUE(parsed.configurations[0].uniqueDevices);
+}
+
+// Akri's limit: akri.sh/<name>-<hash> has at most 63 characters after '/', so 56.
+TEST_F(ConfigurationTest, NameLongerThanAkriAllowsRejectedWithWhy) {
     std::string name(57, 'a');
     auto parsed = parse(document(name, ""));
     ASSERT_EQ(parsed.problems.size(), 1u);
     EXPECT_EQ(parsed.problems[0].line, 4);
-    EXPECT_NE(parsed.problems[0].message.find("name too long: " + name + "-xxxxxx must fit in 63 characters"),
-              std::string::npos)
-        << parsed.problems[0].message;
-    EXPECT_TRUE(parse(document(std::string(54, 'a'), "")).problems.empty());
+    EXPECT_EQ(parsed.problems[0].message,
+              "metadata.name \"" + name +
+                  "\" has 57 characters; at most 56 fit: the instance-level resource "
+                  "<domain>/" +
+                  name +
+                  "-<6 hex digits> would have 64 characters after '/', and the kubelet allows 63 "
+                  "there (Akri has the same limit)");
+    auto longest = parse(document(std::string(56, 'a'), ""));
+    EXPECT_TRUE(longest.problems.empty()) << allMessages(longest);
+    // Its slot id aaa…-xxxxxx-0 has 65 characters: said, as below.
+    EXPECT_EQ(longest.warnings.size(), 1u) << allMessages(longest);
 }
 
-TEST_F(ConfigurationTest, NameTooLongForSlotIdsRejected) {
-    // 54 + "-xxxxxx" = 61 fits, but slot "-1023" does not.
-    std::string name(54, 'a');
-    auto parsed = parse(document(name, "  capacity: 1024\n"));
+// Kubernetes allows '.' in object names and Akri registers akri.sh/<name> unchanged.
+TEST_F(ConfigurationTest, NameWithDotsAccepted) {
+    auto parsed = parse(document("cams.lab-1", ""));
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    ASSERT_EQ(parsed.configurations.size(), 1u);
+    EXPECT_EQ(parsed.configurations[0].name, "cams.lab-1");
+    EXPECT_EQ(configurationLevelResource(parsed.configurations[0], "akri.sh"), "akri.sh/cams.lab-1");
+}
+
+TEST_F(ConfigurationTest, NameThatIsNoObjectNameRejectedWithWhy) {
+    for (const char* bad : {"cams..lab", ".cams", "cams.", "cams_lab", "cams.-lab"}) {
+        auto parsed = parse(document(std::string("\"") + bad + "\"", ""));
+        ASSERT_EQ(parsed.problems.size(), 1u) << bad;
+        EXPECT_NE(parsed.problems[0].message.find("is not a Kubernetes object name: it "), std::string::npos)
+            << parsed.problems[0].message;
+    }
+    auto parsed = parse(document("cams_lab", ""));
     ASSERT_EQ(parsed.problems.size(), 1u);
-    EXPECT_NE(parsed.problems[0].message.find("slot id " + name + "-xxxxxx-1023"), std::string::npos)
+    EXPECT_NE(parsed.problems[0].message.find("contains \"_\""), std::string::npos)
         << parsed.problems[0].message;
-    EXPECT_NE(parsed.problems[0].message.find("at most 51"), std::string::npos) << parsed.problems[0].message;
+}
+
+// Akri accepts these names with any capacity; the slot ids go past the 63 characters the
+// device-plugin API's comment gives, which is said, not refused.
+TEST_F(ConfigurationTest, SlotIdsLongerThanTheApiDocumentsAreAWarning) {
+    std::string name(56, 'a');
+    auto parsed = parse(document(name, "  capacity: 1024\n"));
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    ASSERT_EQ(parsed.configurations.size(), 1u);
+    ASSERT_EQ(parsed.warnings.size(), 1u);
+    EXPECT_EQ(parsed.warnings[0].line, 4);
+    EXPECT_EQ(parsed.warnings[0].message,
+              "slot ids up to " + name +
+                  "-xxxxxx-1023 have 68 characters, more than the 63 the device-plugin "
+                  "API documents for a device id; the kubelet is not known to check it, and Akri gives the "
+                  "same ids");
+    EXPECT_TRUE(parse(document(std::string(54, 'a'), "  capacity: 10\n")).warnings.empty());
+}
+
+TEST_F(ConfigurationTest, ResourceNameTheKubeletRefusesSaysWhy) {
+    auto parsed = parse(document("cams", ""), "kubernetes.io");
+    ASSERT_EQ(parsed.problems.size(), 1u);
+    EXPECT_EQ(parsed.problems[0].message,
+              "the instance-level resource name kubernetes.io/cams-xxxxxx is not valid for the kubelet: the "
+              "kubernetes.io domain is reserved for native resources");
 }
 
 TEST_F(ConfigurationTest, InvalidResourceDomainReported) {

@@ -553,9 +553,10 @@ TEST_F(InventoryTest, AllocateThroughUnknownResourceIsRefused) {
     refusal("example.com/echo", {"echo-8120fe-0"});
 }
 
-TEST_F(InventoryTest, UniqueDevicesRefusesTwoSlotsOfOneInstanceThroughCl) {
+// Akri's default: a configuration-level request gets distinct devices.
+TEST_F(InventoryTest, ClRefusesTwoSlotsOfOneInstanceByDefault) {
     configurations_ = {echoConfiguration("echo", 2)};
-    configurations_[0].uniqueDevices = true;
+    ASSERT_TRUE(configurations_[0].uniqueDevices);
     inventory().applyConfigurations(configurations_, {});
     inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
     const std::string message = refusal(kCl, {"echo-8120fe-0", "echo-8120fe-1"});
@@ -564,6 +565,15 @@ TEST_F(InventoryTest, UniqueDevicesRefusesTwoSlotsOfOneInstanceThroughCl) {
     allocateOk(kCl, {"echo-8120fe-0", "echo-a19705-0"});
     // Through the instance's own resource two of its slots are what was asked for.
     allocateOk(kFoo1Il, {"echo-a19705-1"});
+}
+
+TEST_F(InventoryTest, UniqueDevicesFalseLetsOnePodShareOneDevice) {
+    configurations_ = {echoConfiguration("echo", 2)};
+    configurations_[0].uniqueDevices = false;
+    inventory().applyConfigurations(configurations_, {});
+    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
+    ContainerGrant grant = allocateOk(kCl, {"echo-8120fe-0", "echo-8120fe-1"});
+    EXPECT_EQ(grant.envs.at("DEVLET_INSTANCES"), kFoo0);
 }
 
 // --- grant contents -------------------------------------------------------------
@@ -583,14 +593,21 @@ TEST_F(InventoryTest, GrantCarriesPropertiesAndBrokerPropertiesPlainAndHashed) {
                           }));
 }
 
-TEST_F(InventoryTest, DevicePropertyWinsOverBrokerPropertyOfTheSameName) {
+// As in Akri's agent: the Configuration's brokerProperties come after the device's own
+// properties in the container's environment, so the broker property is what stays.
+TEST_F(InventoryTest, BrokerPropertyWinsOverDevicePropertyOfTheSameName) {
     configurations_ = {echoConfiguration("echo", 1)};
     configurations_[0].brokerProperties = {{"DEBUG_ECHO_DESCRIPTION", "from-broker"}};
     inventory().applyConfigurations(configurations_, {});
-    inventory().reportSnapshot("echo", {echoDevice("foo0")});
-    ContainerGrant grant = allocateOk(kCl, {"echo-8120fe-0"});
-    EXPECT_EQ(grant.envs.at("DEBUG_ECHO_DESCRIPTION"), "foo0");
-    EXPECT_EQ(grant.envs.at("DEBUG_ECHO_DESCRIPTION_8120FE"), "foo0");
+    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
+    ContainerGrant grant = allocateOk(kCl, {"echo-8120fe-0", "echo-a19705-0"});
+    EXPECT_EQ(grant.envs.at("DEBUG_ECHO_DESCRIPTION"), "from-broker");
+    EXPECT_EQ(grant.envs.at("DEBUG_ECHO_DESCRIPTION_8120FE"), "from-broker");
+    EXPECT_EQ(grant.envs.at("DEBUG_ECHO_DESCRIPTION_A19705"), "from-broker");
+    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1"), echoDevice("foo2")});
+    const std::string foo2 = instanceName("echo", instanceHash("foo2", kNode, true));
+    ContainerGrant il = allocateOk("akri.sh/" + foo2, {slotId(foo2, 0)});
+    EXPECT_EQ(il.envs.at("DEBUG_ECHO_DESCRIPTION"), "from-broker");
 }
 
 TEST_F(InventoryTest, GrantForTwoInstancesGivesPlainKeyToTheFirst) {
@@ -679,6 +696,7 @@ TEST_F(InventoryTest, PreferredAllocationSpreadsAroundMustInclude) {
 TEST_F(InventoryTest, PackPolicyFillsOneInstanceFirst) {
     configurations_ = {echoConfiguration("echo", 2)};
     configurations_[0].allocationPolicy = AllocationPolicy::Pack;
+    configurations_[0].uniqueDevices = false;  // one pod may take both slots of a device
     inventory().applyConfigurations(configurations_, {});
     inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
     auto chosen = inventory().preferredAllocation(kCl, healthyIds(kCl), {}, 2);
@@ -1014,12 +1032,13 @@ TEST_F(InventoryTest, HolderThroughAnotherResourceIsAConflictEventOnce) {
 TEST_F(InventoryTest, RequestForSeveralContainersIsGrantedWhole) {
     useStore();
     setUpEcho(2);
-    auto result = inventory().allocateContainers(kCl, {{"echo-8120fe-0"}, {"echo-a19705-0", "echo-a19705-1"}});
+    auto result =
+        inventory().allocateContainers(kCl, {{"echo-8120fe-0"}, {"echo-a19705-0", "echo-8120fe-1"}});
     ASSERT_TRUE(std::holds_alternative<std::vector<ContainerGrant>>(result));
     const auto& grants = std::get<std::vector<ContainerGrant>>(result);
     ASSERT_EQ(grants.size(), 2u);
     EXPECT_EQ(grants[0].envs.at("DEVLET_INSTANCES"), kFoo0);
-    EXPECT_EQ(grants[1].envs.at("DEVLET_INSTANCES"), kFoo1);
+    EXPECT_EQ(grants[1].envs.at("DEVLET_INSTANCES"), std::string(kFoo1) + "," + kFoo0);
     EXPECT_EQ(store_->slots().size(), 3u);
 }
 

@@ -121,5 +121,25 @@ TEST(Domain, LongerThan253Rejected) {
     EXPECT_EQ(domainProblem(domain.substr(1)), "");
 }
 
+TEST(ConfigurationName, KubernetesObjectNamesUpToAkrisLimitAccepted) {
+    EXPECT_EQ(configurationNameProblem("akri-debug-echo"), "");
+    EXPECT_EQ(configurationNameProblem("cams.lab-1"), "");
+    EXPECT_EQ(configurationNameProblem("0"), "");
+    EXPECT_EQ(configurationNameProblem(std::string(56, 'a')), "");
+    // The longest name gives the longest instance-level resource the kubelet takes.
+    EXPECT_EQ(resourceNameProblem("akri.sh/" + instanceName(std::string(56, 'a'), "8120fe")), "");
+    EXPECT_NE(resourceNameProblem("akri.sh/" + instanceName(std::string(57, 'a'), "8120fe")), "");
+}
+
+TEST(ConfigurationName, OthersRejectedWithReason) {
+    EXPECT_NE(configurationNameProblem(std::string(57, 'a')).find("has 57 characters; at most 56 fit"),
+              std::string::npos);
+    EXPECT_NE(configurationNameProblem("Cams").find("must be lower case"), std::string::npos);
+    EXPECT_NE(configurationNameProblem("cams_lab").find("contains \"_\""), std::string::npos);
+    EXPECT_NE(configurationNameProblem("cams..lab").find("empty label"), std::string::npos);
+    EXPECT_NE(configurationNameProblem("cams.-lab").find("does not start and end"), std::string::npos);
+    EXPECT_NE(configurationNameProblem(""), "");
+}
+
 }  // namespace
 }  // namespace devlet

@@ -48,13 +48,37 @@ TEST(EchoDetails, AcceptsDescriptionsSharedAndAvailabilityFile) {
     EXPECT_EQ(details.availabilityFile, "/run/devlet/echo-availability");
 }
 
-TEST(EchoDetails, AkriFormatAloneIsLocalAndAlwaysAvailable) {
+// Akri's Helm chart runs its debugEcho handler with DEBUG_ECHO_INSTANCES_SHARED=true, so
+// its Configuration (descriptions only) names foo0 the same on every node.
+TEST(EchoDetails, AkriFormatAloneIsSharedAndAlwaysAvailable) {
     std::vector<DetailsProblem> problems;
     EchoDetails details = parseEchoDetails("descriptions: [\"foo 0\", foo1]\n", problems);
     EXPECT_TRUE(problems.empty()) << describe(problems);
     EXPECT_EQ(details.descriptions, (std::vector<std::string>{"foo 0", "foo1"}));
-    EXPECT_FALSE(details.shared);
+    EXPECT_TRUE(details.shared);
     EXPECT_EQ(details.availabilityFile, "");
+}
+
+TEST(EchoDetails, SharedFalseMakesDevicesNodeLocal) {
+    std::vector<DetailsProblem> problems;
+    EchoDetails details = parseEchoDetails("descriptions: [foo0]\nshared: false\n", problems);
+    EXPECT_TRUE(problems.empty()) << describe(problems);
+    EXPECT_FALSE(details.shared);
+    std::vector<Instance> instances = echoInstances(details, false);
+    ASSERT_EQ(instances.size(), 1u);
+    EXPECT_FALSE(instances[0].shared);
+}
+
+// Akri accepts an empty list (its Helm chart renders `descriptions: []` when none are set).
+TEST(EchoDetails, EmptyDescriptionsAreAcceptedWithAWarning) {
+    std::vector<DetailsProblem> problems;
+    EchoDetails details = parseEchoDetails("shared: true\ndescriptions: []\n", problems);
+    ASSERT_EQ(problems.size(), 1u) << describe(problems);
+    EXPECT_TRUE(problems[0].warning);
+    EXPECT_EQ(problems[0].line, 2);
+    EXPECT_EQ(problems[0].message, "\"descriptions\" is empty: this configuration has no devices");
+    EXPECT_TRUE(details.descriptions.empty());
+    EXPECT_TRUE(echoInstances(details, false).empty());
 }
 
 TEST(EchoDetails, UnknownKeyIsReportedWithItsLineAndTheKeyMeant) {
@@ -134,10 +158,12 @@ TEST(EchoDetails, DescriptionsMustBeAList) {
     EXPECT_NE(problems[0].message.find("must be a list"), std::string::npos) << problems[0].message;
 }
 
-TEST(EchoDetails, NoDescriptionsIsReported) {
+// Required in Akri too (DebugEchoDiscoveryDetails has no default for it).
+TEST(EchoDetails, MissingDescriptionsIsAnError) {
     auto problems = problemsOf("shared: true\n");
     ASSERT_EQ(problems.size(), 1u) << describe(problems);
-    EXPECT_NE(problems[0].message.find("at least one"), std::string::npos) << problems[0].message;
+    EXPECT_FALSE(problems[0].warning);
+    EXPECT_NE(problems[0].message.find("needs \"descriptions\""), std::string::npos) << problems[0].message;
 }
 
 TEST(EchoDetails, NonMappingIsReported) {

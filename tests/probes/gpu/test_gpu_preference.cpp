@@ -32,6 +32,7 @@ protected:
         configuration.handler = handler;
         configuration.discoveryDetails = details;
         configuration.capacity = 2;
+        configuration.uniqueDevices = false;  // what a gpu configuration gets by default
         inventory_.applyConfigurations({configuration}, {{"gpus", std::chrono::milliseconds(0)}});
         inventory_.reportSnapshot(
             "gpus", {gpu("0000:03:00.0", 0, "pci0000:00"), gpu("0000:83:00.0", 1, "pci0000:80"),
