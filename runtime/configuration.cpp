@@ -35,7 +35,7 @@ constexpr std::string_view kHashPlaceholder = "xxxxxx";
 constexpr double kMaxRemovalGraceSeconds = 86400;
 
 const std::vector<std::string> kDocumentKeys = {"apiVersion", "kind", "metadata", "spec"};
-// Kubernetes object metadata a `kubectl get -o yaml` export carries; all but name ignored.
+// Kubernetes object metadata a `kubectl get -o yaml` export carries; all but name warned.
 const std::vector<std::string> kMetadataKeys = {
     "name",         "namespace",       "labels",        "annotations",       "uid",
     "generateName", "resourceVersion", "generation",    "creationTimestamp", "deletionTimestamp",
@@ -130,6 +130,7 @@ private:
         int line = 0;
         int detailsKeyLine = 0;
         bool detailsRead = false;
+        std::map<std::string, int> propertyLines;  // discovery property name -> its line
     };
 
     std::optional<Mapping> mapping(const YAML::Node& node, int line, const std::string& where,
@@ -201,6 +202,7 @@ private:
     void readMetadata(const Entry& entry, Configuration& config, int& nameLine) {
         auto metadata = mapping(entry.value, entry.line, "metadata", &kMetadataKeys);
         if (!metadata) return;
+        warnUnusedMetadata(*metadata);
         const Entry* name = find(*metadata, "name");
         if (!name) {
             error(entry.line, "metadata.name is missing: every configuration needs a name");
@@ -214,6 +216,22 @@ private:
             return;
         }
         config.name = *value;
+    }
+
+    // A Kubernetes export carries the object's bookkeeping; Akri acts on some of it (its
+    // Instances, Services and broker pods live in the namespace). devlet reads only the name.
+    void warnUnusedMetadata(const Mapping& metadata) {
+        for (const auto& [key, entry] : metadata) {
+            if (key == "name") continue;
+            if (key == "namespace") {
+                warning(entry.line,
+                        "metadata.namespace: devlet has no namespaces (resource names come from "
+                        "metadata.name alone); ignored");
+            } else {
+                warning(entry.line,
+                        "metadata." + key + ": Kubernetes object metadata, not read by devlet; ignored");
+            }
+        }
     }
 
     void readSpec(const Entry& entry, Configuration& config, HandlerUse& handler) {
@@ -278,7 +296,7 @@ private:
             }
         }
         if (const Entry* properties = find(*discoveryHandler, "discoveryProperties")) {
-            readDiscoveryProperties(*properties, config);
+            readDiscoveryProperties(*properties, config, handler);
         }
     }
 
@@ -304,7 +322,7 @@ private:
         return block ? mark.line + 2 : mark.line + 1;
     }
 
-    void readDiscoveryProperties(const Entry& entry, Configuration& config) {
+    void readDiscoveryProperties(const Entry& entry, Configuration& config, HandlerUse& handler) {
         const std::string where = "spec.discoveryHandler.discoveryProperties";
         if (entry.value.IsNull()) return;
         if (!entry.value.IsSequence()) {
@@ -332,12 +350,14 @@ private:
                 continue;
             }
             if (const Entry* valueFrom = find(*property, "valueFrom")) {
-                error(
+                // Akri accepts it (and fails discovery when the Secret is missing): a warning,
+                // and the property is left out as Akri leaves out an optional one it cannot find.
+                warning(
                     valueFrom->line,
-                    itemWhere + " (" + *propertyName +
-                        "): valueFrom (secretKeyRef/configMapKeyRef) is not supported: devlet does not read "
-                        "Secrets or ConfigMaps from the cluster; it reads secrets from root-only files or "
-                        "systemd credentials (LoadCredential=)");
+                    itemWhere + ".valueFrom (" + *propertyName +
+                        "): devlet does not read Secrets or ConfigMaps from the cluster (it reads secrets "
+                        "from root-only files or systemd credentials, LoadCredential=); the property is "
+                        "left out");
                 continue;
             }
             std::string value;
@@ -353,6 +373,7 @@ private:
                 continue;
             }
             config.discoveryProperties[*propertyName] = value;
+            handler.propertyLines[*propertyName] = name->valueLine();
         }
     }
 
@@ -483,6 +504,25 @@ private:
             } else {
                 error(line, std::move(message));
             }
+        }
+        checkDiscoveryProperties(*found, config, handler);
+    }
+
+    void checkDiscoveryProperties(const DiscoveryHandler& found, const Configuration& config,
+                                  const HandlerUse& handler) {
+        if (config.discoveryProperties.empty()) return;
+        std::vector<PropertyWarning> warnings;
+        try {
+            warnings = found.checkDiscoveryProperties(config);
+        } catch (const std::exception& e) {
+            warnings.push_back({"", std::string("the handler could not check them: ") + e.what()});
+        } catch (...) {
+            warnings.push_back({"", "the handler could not check them"});
+        }
+        for (const auto& [property, message] : warnings) {
+            auto line = handler.propertyLines.find(property);
+            warning(line == handler.propertyLines.end() ? handler.detailsKeyLine : line->second,
+                    "spec.discoveryHandler.discoveryProperties (" + property + "): " + message);
         }
     }
 

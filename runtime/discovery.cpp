@@ -1,6 +1,18 @@
 #include "runtime/discovery.h"
 
+#include "runtime/configuration.h"
+
 namespace devlet {
+
+std::vector<PropertyWarning> DiscoveryHandler::checkDiscoveryProperties(
+    const Configuration& configuration) const {
+    std::vector<PropertyWarning> warnings;
+    for (const auto& [property, value] : configuration.discoveryProperties) {
+        (void)value;
+        warnings.push_back({property, "the " + std::string(name()) + " handler does not read it; ignored"});
+    }
+    return warnings;
+}
 
 void HandlerRegistry::add(std::unique_ptr<DiscoveryHandler> handler) {
     handlers_.push_back(std::move(handler));

@@ -29,6 +29,12 @@ struct DetailsProblem {
     bool warning = false;
 };
 
+// A discovery property a handler does not read, or reads but cannot use as given.
+struct PropertyWarning {
+    std::string property;  // its name in spec.discoveryHandler.discoveryProperties
+    std::string message;
+};
+
 // A device a probe saw for a configuration but does not offer, and why: what a person
 // reads on the status page when the camera they expect is missing.
 struct ExcludedDevice {
@@ -96,6 +102,10 @@ public:
     virtual std::string_view name() const = 0;
     // Parses discoveryDetails; no problem other than warnings = valid.
     virtual std::vector<DetailsProblem> check(const Configuration& configuration) const = 0;
+    // A warning for every discovery property it does not read or that has no effect as
+    // given: Akri accepts any property name, so none is refused, and none is ignored
+    // silently. The default reads none.
+    virtual std::vector<PropertyWarning> checkDiscoveryProperties(const Configuration& configuration) const;
     // How long a vanished device stays (Unhealthy) before its plugin is withdrawn.
     virtual std::chrono::milliseconds defaultRemovalGrace() const { return std::chrono::milliseconds(0); }
     // How the configuration-level resource picks slots; empty = the core's spread or pack.

@@ -313,15 +313,18 @@ TEST_F(ConfigurationTest, DiscoveryPropertiesParsed) {
               (std::map<std::string, std::string>{{"EMPTY", ""}, {"MODE", "fast"}}));
 }
 
-TEST_F(ConfigurationTest, ValueFromRejected) {
+TEST_F(ConfigurationTest, ValueFromWarnedAndLeftOut) {
     auto parsed = parse(
         "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
         "spec:\n  discoveryHandler:\n    name: udev\n    discoveryProperties:\n"
         "    - name: USERNAME\n      valueFrom:\n        secretKeyRef:\n          name: creds\n          "
         "key: user\n");
-    ASSERT_EQ(parsed.problems.size(), 1u);
-    EXPECT_EQ(parsed.problems[0].line, 10);
-    const std::string& message = parsed.problems[0].message;
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    ASSERT_EQ(parsed.configurations.size(), 1u);
+    EXPECT_TRUE(parsed.configurations[0].discoveryProperties.empty());
+    ASSERT_EQ(parsed.warnings.size(), 1u);
+    EXPECT_EQ(parsed.warnings[0].line, 10);
+    const std::string& message = parsed.warnings[0].message;
     EXPECT_NE(message.find("valueFrom"), std::string::npos) << message;
     EXPECT_NE(message.find("root-only files"), std::string::npos) << message;
     EXPECT_NE(message.find("systemd credentials"), std::string::npos) << message;
