@@ -140,8 +140,9 @@ bool configuredRules(const ProbeOptions& options, const HandlerRegistry& handler
         return false;
     for (const Configuration& configuration : configurations) {
         std::vector<DetailsProblem> problems;
-        sets.push_back(RuleSet{configuration.name, sourceOf(configuration),
-                               usb::parseUdevDetails(configuration.discoveryDetails, problems)});
+        usb::UdevDetails details = usb::parseUdevDetails(configuration.discoveryDetails, problems);
+        usb::applyDiscoveryProperties(configuration.discoveryProperties, details);
+        sets.push_back(RuleSet{configuration.name, sourceOf(configuration), std::move(details)});
     }
     return true;
 }

@@ -1,6 +1,7 @@
 #include "probes/usb/udev_classifier.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
@@ -23,6 +24,7 @@ struct Member {
     std::string devpath;
     std::string devnode;  // empty: none on it or any ancestor
     std::optional<UsbDevice> usb;
+    std::string iommuGroup;  // of the device at devpath; empty: none
 };
 
 std::string trimmed(std::string_view value) {
@@ -64,11 +66,11 @@ std::optional<UsbDevice> usbDeviceFrom(const UdevObservation& observation, std::
 Member memberOf(const UdevObservation& observation) {
     for (std::size_t level = 0; level <= observation.parents.size(); ++level) {
         if (std::string devnode = devnodeAt(observation, level); !devnode.empty()) {
-            return {deviceAt(observation, level).devpath, std::move(devnode),
-                    usbDeviceFrom(observation, level)};
+            const UdevDevice& device = deviceAt(observation, level);
+            return {device.devpath, std::move(devnode), usbDeviceFrom(observation, level), device.iommuGroup};
         }
     }
-    return {observation.device.devpath, {}, usbDeviceFrom(observation, 0)};
+    return {observation.device.devpath, {}, usbDeviceFrom(observation, 0), observation.device.iommuGroup};
 }
 
 // The nearest devpath among `tops` that is `devpath` or one of its ancestors, by whole
@@ -112,6 +114,64 @@ void addUsbProperties(const UsbDevice& usb, std::map<std::string, std::string>& 
     if (!usb.portPath.empty()) properties["USB_PORT_PATH"] = usb.portPath;
 }
 
+bool isPciAddress(std::string_view text) {
+    // domain:bus:slot.function, each part hex and not empty, as Akri checks it.
+    const std::size_t first = text.find(':');
+    if (first == std::string_view::npos) return false;
+    const std::size_t second = text.find(':', first + 1);
+    if (second == std::string_view::npos) return false;
+    const std::size_t dot = text.find('.', second + 1);
+    if (dot == std::string_view::npos) return false;
+    auto hex = [](std::string_view part) {
+        return !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
+            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+        });
+    };
+    return hex(text.substr(0, first)) && hex(text.substr(first + 1, second - first - 1)) &&
+           hex(text.substr(second + 1, dot - second - 1)) && hex(text.substr(dot + 1));
+}
+
+std::vector<std::string_view> components(std::string_view devpath) {
+    std::vector<std::string_view> parts;
+    for (std::size_t start = 0; start <= devpath.size();) {
+        std::size_t end = devpath.find('/', start);
+        if (end == std::string_view::npos) end = devpath.size();
+        parts.push_back(devpath.substr(start, end - start));
+        start = end + 1;
+    }
+    return parts;
+}
+
+// Akri's udev discoveryProperties: USB_RESOURCE_<NAME> per usbfs node (suffixed like its
+// UDEV_DEVNODE), PCI_RESOURCE_<NAME> for a device below a PCI address and no USB bus, and
+// with vfioPassthrough that device's VFIO group and the VFIO container node.
+void addResourceProperties(const std::vector<Member>& members, bool indexed, const UdevDetails& details,
+                           Instance& instance) {
+    if (!details.devicePluginResourceName) return;
+    const std::string& resourceName = *details.devicePluginResourceName;
+    std::size_t index = 0;
+    for (const Member& member : members) {
+        if (member.devnode.empty()) continue;
+        const std::string suffix = indexed ? "_" + std::to_string(index) : "";
+        ++index;
+        if (std::optional<std::string> address = usbAddress(member.devnode))
+            instance.properties[resourceVariable("USB_RESOURCE", resourceName) + suffix] = *address;
+    }
+    const Member& top = members.front();
+    const auto parts = components(top.devpath);
+    if (std::any_of(parts.begin(), parts.end(),
+                    [](std::string_view part) { return part.starts_with("usb"); }))
+        return;
+    const std::optional<std::string> pci = pciAddress(top.devpath);
+    if (!pci) return;
+    instance.properties[resourceVariable("PCI_RESOURCE", resourceName)] = *pci;
+    // A device without an IOMMU group (not bound to vfio-pci, or no IOMMU) gets no VFIO nodes.
+    if (!details.vfioPassthrough || top.iommuGroup.empty()) return;
+    const std::string group = "/dev/vfio/" + top.iommuGroup;
+    instance.nodes.push_back({group, group, "rwm"});
+    instance.nodes.push_back({"/dev/vfio/vfio", "/dev/vfio/vfio", "rwm"});
+}
+
 // `members` sorted by devpath; the first names UDEV_DEVPATH (the top-most when grouped).
 Instance instanceOf(std::string id, const std::vector<Member>& members, bool indexed,
                     const UdevDetails& details) {
@@ -127,10 +187,51 @@ Instance instanceOf(std::string id, const std::vector<Member>& members, bool ind
     }
     instance.properties["UDEV_DEVPATH"] = members.front().devpath;
     if (members.front().usb) addUsbProperties(*members.front().usb, instance.properties);
+    addResourceProperties(members, indexed, details, instance);
     return instance;
 }
 
 }  // namespace
+
+std::string resourceVariable(std::string_view prefix, std::string_view resourceName) {
+    std::string variable(prefix);
+    variable += '_';
+    for (char c : resourceName) {
+        variable +=
+            (c == '.' || c == '/') ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    return variable;
+}
+
+std::optional<std::string> usbAddress(std::string_view devnode) {
+    constexpr std::string_view kUsbfs = "/dev/bus/usb/";
+    if (!devnode.starts_with(kUsbfs)) return std::nullopt;
+    const auto parts = components(devnode);
+    if (parts.size() < 2) return std::nullopt;
+    // Decimal numbers that fit 32 bits, leading zeros dropped: "001" -> "1".
+    auto number = [](std::string_view text) -> std::optional<std::string> {
+        if (text.empty() || text.size() > 10) return std::nullopt;
+        unsigned long long value = 0;
+        for (char c : text) {
+            if (c < '0' || c > '9') return std::nullopt;
+            value = value * 10 + static_cast<unsigned>(c - '0');
+        }
+        if (value > 0xffffffffULL) return std::nullopt;
+        return std::to_string(value);
+    };
+    auto bus = number(parts[parts.size() - 2]);
+    auto device = number(parts.back());
+    if (!bus || !device) return std::nullopt;
+    return *bus + ":" + *device;
+}
+
+std::optional<std::string> pciAddress(std::string_view devpath) {
+    std::optional<std::string> last;
+    for (std::string_view part : components(devpath)) {
+        if (isPciAddress(part)) last = std::string(part);
+    }
+    return last;
+}
 
 std::vector<Instance> classifyUdev(const std::vector<UdevObservation>& seen, const UdevDetails& details) {
     // Keyed by devpath: a device seen twice, or two node-less interfaces offered through

@@ -1,6 +1,7 @@
 #include "probes/usb/udev_details.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include <yaml-cpp/yaml.h>
 
@@ -42,6 +43,20 @@ void readRules(const YAML::Node& value, int line, UdevDetails& details,
         }
         ++index;
     }
+}
+
+std::string trimmed(std::string_view value) {
+    constexpr std::string_view kBlank = " \t\n\r\f\v";
+    const auto first = value.find_first_not_of(kBlank);
+    if (first == std::string_view::npos) return {};
+    return std::string(value.substr(first, value.find_last_not_of(kBlank) - first + 1));
+}
+
+bool isTrue(std::string_view value) {
+    const std::string clean = trimmed(value);
+    return clean.size() == 4 && std::equal(clean.begin(), clean.end(), "true", [](char a, char b) {
+               return std::tolower(static_cast<unsigned char>(a)) == b;
+           });
 }
 
 std::string oneOfMessage(const std::string& key, const std::string& got,
@@ -124,6 +139,52 @@ UdevDetails parseUdevDetails(const std::string& text, std::vector<DetailsProblem
         }
     }
     return details;
+}
+
+void applyDiscoveryProperties(const std::map<std::string, std::string>& properties, UdevDetails& details) {
+    details.devicePluginResourceName.reset();
+    details.vfioPassthrough = false;
+    if (auto it = properties.find(std::string(kResourceNameProperty)); it != properties.end()) {
+        if (std::string name = trimmed(it->second); !name.empty()) details.devicePluginResourceName = name;
+    }
+    if (auto it = properties.find(std::string(kVfioPassthroughProperty)); it != properties.end()) {
+        details.vfioPassthrough = isTrue(it->second);
+    }
+}
+
+std::vector<PropertyWarning> udevPropertyWarnings(const std::map<std::string, std::string>& properties) {
+    std::vector<PropertyWarning> warnings;
+    const std::string resourceKey(kResourceNameProperty);
+    const std::string vfioKey(kVfioPassthroughProperty);
+    for (const auto& [name, value] : properties) {
+        if (name == resourceKey) {
+            if (trimmed(value).empty())
+                warnings.push_back({name, "empty: no USB_RESOURCE_* or PCI_RESOURCE_* variables are set"});
+        } else if (name == vfioKey) {
+            const std::string clean = trimmed(value);
+            const bool on = isTrue(clean);
+            if (!on && clean != "false" && clean != "False" && clean != "FALSE") {
+                warnings.push_back(
+                    {name, yaml::inQuotes(value) + " reads as false (only \"true\" turns it on)"});
+            } else if (on) {
+                auto resource = properties.find(resourceKey);
+                if (resource == properties.end() || trimmed(resource->second).empty()) {
+                    warnings.push_back({name,
+                                        "has no effect without devicePluginResourceName (as in Akri, VFIO "
+                                        "groups are passed through only for devices that get "
+                                        "PCI_RESOURCE_<NAME>)"});
+                }
+            }
+        } else {
+            std::string message =
+                "the udev handler does not read it (it reads devicePluginResourceName and "
+                "vfioPassthrough); ignored";
+            if (std::string hint = yaml::nearMiss(name, {resourceKey, vfioKey}); !hint.empty())
+                message += "; did you mean " + yaml::inQuotes(hint) + "?";
+            warnings.push_back({name, message});
+        }
+    }
+    return warnings;
 }
 
 }  // namespace devlet::usb

@@ -241,10 +241,15 @@ std::vector<DetailsProblem> UdevHandler::check(const Configuration& configuratio
     return problems;
 }
 
+std::vector<PropertyWarning> UdevHandler::checkDiscoveryProperties(const Configuration& configuration) const {
+    return udevPropertyWarnings(configuration.discoveryProperties);
+}
+
 std::unique_ptr<Probe> UdevHandler::createProbe(const Configuration& configuration,
                                                 boost::asio::io_context& loop, ProbeSink& sink) {
     std::vector<DetailsProblem> problems;
     UdevDetails details = parseUdevDetails(configuration.discoveryDetails, problems);
+    applyDiscoveryProperties(configuration.discoveryProperties, details);
     return std::make_unique<UdevProbe>(configuration.name, std::move(details), loop, sink, readStrings_);
 }
 

@@ -25,6 +25,8 @@ public:
 
     std::string_view name() const override { return "udev"; }
     std::vector<DetailsProblem> check(const Configuration& configuration) const override;
+    // devicePluginResourceName and vfioPassthrough, as Akri's udev handler reads them.
+    std::vector<PropertyWarning> checkDiscoveryProperties(const Configuration& configuration) const override;
     // A replugged cable, a camera moved to another port or a device that re-enumerates
     // comes back within a few seconds; until then its slots are Unhealthy.
     std::chrono::milliseconds defaultRemovalGrace() const override { return kDefaultRemovalGrace; }

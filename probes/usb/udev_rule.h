@@ -33,6 +33,9 @@ struct UdevDevice {
     // "serial": iManufacturer, iProduct, iSerialNumber not 0); nullopt when unknown. Only
     // a named string that sysfs lacks is worth asking the device for. Rules never read it.
     std::optional<std::set<std::string>> namedStrings = {};
+    // A PCI device's IOMMU group (the name its sysfs `iommu_group` link points to); empty:
+    // none, or not read. vfioPassthrough hands /dev/vfio/<group> to containers. Rules never read it.
+    std::string iommuGroup = {};
     bool operator==(const UdevDevice&) const = default;
 };
 

@@ -1,6 +1,7 @@
 #include "probes/usb/udev_source.h"
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -9,6 +10,7 @@
 #include <utility>
 
 #include <libudev.h>
+#include <unistd.h>
 
 #include "runtime/log.h"
 
@@ -55,6 +57,22 @@ std::optional<std::set<std::string>> namedStrings(udev_device* device) {
     return named;
 }
 
+// The group a PCI device's IOMMU puts it in: /sys/kernel/iommu_groups/<group>, linked from
+// the device as `iommu_group`. Only PCI devices are read: Akri passes VFIO groups through
+// for PCI devices only, and a readlink per device would cost every other one a syscall.
+std::string iommuGroup(udev_device* device) {
+    const char* subsystem = udev_device_get_subsystem(device);
+    const char* syspath = udev_device_get_syspath(device);
+    if (!subsystem || !syspath || std::string_view(subsystem) != "pci") return {};
+    char target[PATH_MAX];
+    const std::string link = std::string(syspath) + "/iommu_group";
+    const ssize_t length = ::readlink(link.c_str(), target, sizeof target - 1);
+    if (length <= 0) return {};  // no IOMMU, or the IOMMU is off
+    const std::string_view path(target, static_cast<std::size_t>(length));
+    const std::size_t slash = path.rfind('/');
+    return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
 // What the classifier reads of a USB device (the one with idVendor and idProduct) for its
 // instance's properties and libusb's string reads, whatever the rules name.
 const std::set<std::string>& usbAttributeNames() {
@@ -78,6 +96,7 @@ UdevDevice readDevice(udev_device* device, const std::set<std::string>* names) {
     read.kernel = text(udev_device_get_sysname(device));
     read.driver = text(udev_device_get_driver(device));
     read.devnode = text(udev_device_get_devnode(device));
+    read.iommuGroup = iommuGroup(device);
     udev_list_entry* entry = nullptr;
     if (names) {
         for (const std::string& name : *names) readAttribute(device, name, read);

@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "probes/usb/udev_classifier.h"
+#include "probes/usb/udev_details.h"
 #include "runtime/naming.h"
 #include "tests/probes/usb/webcam_observations.h"
 
@@ -302,6 +305,182 @@ TEST(UdevClassifier, UsbIdentityPutsEveryNodeOfOneDeviceInOneInstance) {
 TEST(UdevClassifier, UsbIdentityLeavesDevicesOutsideUsbUnderTheirDevpath) {
     auto instances = classifyUdev(webcam().observeAll(), usbIdentity({R"(SUBSYSTEM=="pci")"}));
     EXPECT_EQ(idsOf(instances), (std::vector<std::string>{kController}));
+}
+
+// --- Akri's udev discoveryProperties: devicePluginResourceName and vfioPassthrough ---
+
+TEST(UdevResourceProperties, VariableNamesAreAkris) {
+    // Akri's own test vectors (discovery-handlers/udev/src/device_utils.rs).
+    const std::pair<const char*, const char*> cases[] = {
+        {"akri.sh/udev-usb-keyboard", "USB_RESOURCE_AKRI_SH_UDEV-USB-KEYBOARD"},
+        {"example.com/my-device", "USB_RESOURCE_EXAMPLE_COM_MY-DEVICE"},
+    };
+    for (const auto& [name, expected] : cases) EXPECT_EQ(resourceVariable("USB_RESOURCE", name), expected);
+    EXPECT_EQ(resourceVariable("PCI_RESOURCE", "akri.sh/udev-gpu-t400e"),
+              "PCI_RESOURCE_AKRI_SH_UDEV-GPU-T400E");
+    EXPECT_EQ(resourceVariable("PCI_RESOURCE", "vendor.io/device"), "PCI_RESOURCE_VENDOR_IO_DEVICE");
+}
+
+TEST(UdevResourceProperties, UsbAddressComesFromUsbfsNodesOnly) {
+    const std::pair<const char*, std::optional<std::string>> cases[] = {
+        {"/dev/bus/usb/001/003", "1:3"},
+        {"/dev/bus/usb/002/127", "2:127"},
+        {"/dev/bus/usb/1/10", "1:10"},
+        {"/dev/video0", std::nullopt},
+        {"/dev/bus/usb/00a/001", std::nullopt},
+        {"/dev/bus/usb/001/", std::nullopt},
+        {"/dev/bus/usb/99999999999/001", std::nullopt},
+    };
+    for (const auto& [devnode, expected] : cases) EXPECT_EQ(usbAddress(devnode), expected) << devnode;
+}
+
+TEST(UdevResourceProperties, PciAddressIsTheLastOneInTheDevpath) {
+    const std::pair<const char*, std::optional<std::string>> cases[] = {
+        {"/devices/pci0000:00/0000:00:01.0/0000:01:00.0", "0000:01:00.0"},
+        {"/devices/pci0000:00/0000:00:02.0/drm/card0", "0000:00:02.0"},
+        {"/devices/pci0000:00/0000:00:1c.0/0000:3b:00.1/net/eth0", "0000:3b:00.1"},
+        {"/devices/platform/serial8250/tty/ttyS0", std::nullopt},
+        {"/devices/pci0000:00", std::nullopt},
+        {"/devices/virtual/vfio/13", std::nullopt},
+        {"/devices/pci0000:00/0000:00:0g.0", std::nullopt},
+    };
+    for (const auto& [devpath, expected] : cases) EXPECT_EQ(pciAddress(devpath), expected) << devpath;
+}
+
+// A discrete GPU bound to vfio-pci in IOMMU group 13, and an integrated one driven by i915.
+Tree pciHost() {
+    Tree tree;
+    tree.add("/devices/pci0000:00", "", "");
+    tree.add("/devices/pci0000:00/0000:00:01.0", "pci", "pcieport", {{"class", "0x060400\n"}}).iommuGroup =
+        "2";
+    tree.add("/devices/pci0000:00/0000:00:01.0/0000:01:00.0", "pci", "vfio-pci",
+             {{"vendor", "0x10de\n"}, {"device", "0x1fb2\n"}})
+        .iommuGroup = "13";
+    tree.add("/devices/pci0000:00/0000:00:02.0", "pci", "i915", {{"vendor", "0x8086\n"}}).iommuGroup = "0";
+    tree.add("/devices/pci0000:00/0000:00:02.0/drm/card0", "drm", "", {}, "/dev/dri/card0");
+    return tree;
+}
+
+constexpr const char* kGpu = "/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
+
+UdevDetails withProperties(UdevDetails details, std::map<std::string, std::string> properties) {
+    applyDiscoveryProperties(properties, details);
+    return details;
+}
+
+TEST(UdevResourceProperties, VfioBoundPciDeviceGetsItsGroupAndTheContainerNode) {
+    auto details =
+        withProperties(detailsFor({R"(SUBSYSTEM=="pci", DRIVER=="vfio-pci")"}),
+                       {{"devicePluginResourceName", "akri.sh/udev-gpu-t400e"}, {"vfioPassthrough", "true"}});
+    auto instances = classifyUdev(pciHost().observeAll(), details);
+    ASSERT_EQ(instances.size(), 1u);
+    const Instance& gpu = instances[0];
+    EXPECT_EQ(gpu.id, kGpu);
+    EXPECT_EQ(property(gpu, "PCI_RESOURCE_AKRI_SH_UDEV-GPU-T400E"), "0000:01:00.0");
+    EXPECT_EQ(property(gpu, "UDEV_DEVPATH"), kGpu);
+    EXPECT_EQ(property(gpu, "UDEV_DEVNODE"), "<absent>");
+    EXPECT_EQ(gpu.nodes, (std::vector<DeviceNode>{{"/dev/vfio/13", "/dev/vfio/13", "rwm"},
+                                                  {"/dev/vfio/vfio", "/dev/vfio/vfio", "rwm"}}));
+}
+
+TEST(UdevResourceProperties, WhatEachCombinationGives) {
+    struct Case {
+        const char* name;
+        std::map<std::string, std::string> properties;
+        bool pciResource;
+        bool vfioNodes;
+    };
+    const Case cases[] = {
+        {"none", {}, false, false},
+        {"resource name only", {{"devicePluginResourceName", "example.com/gpu"}}, true, false},
+        {"both", {{"devicePluginResourceName", "example.com/gpu"}, {"vfioPassthrough", "true"}}, true, true},
+        {"true in capitals, blanks around",
+         {{"devicePluginResourceName", " example.com/gpu\n"}, {"vfioPassthrough", " TRUE "}},
+         true,
+         true},
+        {"vfio off",
+         {{"devicePluginResourceName", "example.com/gpu"}, {"vfioPassthrough", "false"}},
+         true,
+         false},
+        {"vfio yes is not true",
+         {{"devicePluginResourceName", "example.com/gpu"}, {"vfioPassthrough", "yes"}},
+         true,
+         false},
+        // Akri passes VFIO groups only for devices that get PCI_RESOURCE_<NAME>.
+        {"vfio without a resource name", {{"vfioPassthrough", "true"}}, false, false},
+        {"empty resource name",
+         {{"devicePluginResourceName", ""}, {"vfioPassthrough", "true"}},
+         false,
+         false},
+    };
+    for (const Case& c : cases) {
+        auto details = withProperties(detailsFor({R"(SUBSYSTEM=="pci", DRIVER=="vfio-pci")"}), c.properties);
+        auto instances = classifyUdev(pciHost().observeAll(), details);
+        ASSERT_EQ(instances.size(), 1u) << c.name;
+        EXPECT_EQ(property(instances[0], "PCI_RESOURCE_EXAMPLE_COM_GPU"),
+                  c.pciResource ? "0000:01:00.0" : "<absent>")
+            << c.name;
+        EXPECT_EQ(instances[0].nodes.size(), c.vfioNodes ? 2u : 0u) << c.name;
+    }
+}
+
+TEST(UdevResourceProperties, PciDeviceWithoutIommuGroupGetsNoVfioNodes) {
+    Tree tree = pciHost();
+    tree.devices.at(kGpu).iommuGroup.clear();  // IOMMU off
+    auto details =
+        withProperties(detailsFor({R"(SUBSYSTEM=="pci", DRIVER=="vfio-pci")"}),
+                       {{"devicePluginResourceName", "example.com/gpu"}, {"vfioPassthrough", "true"}});
+    auto instances = classifyUdev(tree.observeAll(), details);
+    ASSERT_EQ(instances.size(), 1u);
+    EXPECT_EQ(property(instances[0], "PCI_RESOURCE_EXAMPLE_COM_GPU"), "0000:01:00.0");
+    EXPECT_TRUE(instances[0].nodes.empty());
+}
+
+TEST(UdevResourceProperties, DrmNodeGetsItsPciAddressButNoVfioGroup) {
+    // Akri reads iommu_group at the instance's own devpath: a DRM card has none.
+    auto details =
+        withProperties(detailsFor({R"(SUBSYSTEM=="drm", KERNEL=="card*")"}),
+                       {{"devicePluginResourceName", "example.com/igpu"}, {"vfioPassthrough", "true"}});
+    auto instances = classifyUdev(pciHost().observeAll(), details);
+    ASSERT_EQ(instances.size(), 1u);
+    EXPECT_EQ(property(instances[0], "PCI_RESOURCE_EXAMPLE_COM_IGPU"), "0000:00:02.0");
+    EXPECT_EQ(instances[0].nodes, (std::vector<DeviceNode>{{"/dev/dri/card0", "/dev/dri/card0", "rwm"}}));
+}
+
+TEST(UdevResourceProperties, UsbDeviceGetsBusAndDeviceNumberNotAPciAddress) {
+    auto details = withProperties(detailsFor({R"(SUBSYSTEM=="usb", ATTR{idVendor}=="046d")"}),
+                                  {{"devicePluginResourceName", "akri.sh/udev-usb-camera"}});
+    auto instances = classifyUdev(webcam().observeAll(), details);
+    ASSERT_EQ(instances.size(), 1u);
+    EXPECT_EQ(property(instances[0], "USB_RESOURCE_AKRI_SH_UDEV-USB-CAMERA"), "1:3");
+    // Below a USB bus (usb1 in the devpath): no PCI_RESOURCE, though the controller is PCI.
+    EXPECT_EQ(property(instances[0], "PCI_RESOURCE_AKRI_SH_UDEV-USB-CAMERA"), "<absent>");
+}
+
+TEST(UdevResourceProperties, VideoNodeOfAUsbCameraGetsNeither) {
+    auto details = withProperties(detailsFor({R"(SUBSYSTEM=="video4linux")"}),
+                                  {{"devicePluginResourceName", "example.com/cam"}});
+    auto instances = classifyUdev(webcam().observeAll(), details);
+    ASSERT_EQ(instances.size(), 1u);
+    for (const auto& [name, value] : instances[0].properties) {
+        EXPECT_FALSE(name.starts_with("USB_RESOURCE_") || name.starts_with("PCI_RESOURCE_")) << name;
+    }
+}
+
+TEST(UdevResourceProperties, GroupedUsbNodesAreSuffixedLikeTheirDevnodes) {
+    UdevDetails details = detailsFor({R"(SUBSYSTEM=="usb")"});
+    details.groupRecursive = true;
+    details = withProperties(std::move(details), {{"devicePluginResourceName", "example.com/usb"}});
+    auto instances = classifyUdev(webcam().observeAll(), details);
+    ASSERT_EQ(instances.size(), 1u);
+    const Instance& group = instances[0];
+    for (int i = 0; i < 3; ++i) {
+        const std::string suffix = "_" + std::to_string(i);
+        const std::string devnode = property(group, "UDEV_DEVNODE" + suffix);
+        ASSERT_TRUE(devnode.starts_with("/dev/bus/usb/001/")) << devnode;
+        EXPECT_EQ(property(group, "USB_RESOURCE_EXAMPLE_COM_USB" + suffix), "1:" + std::to_string(i + 1));
+    }
+    EXPECT_EQ(property(group, "USB_RESOURCE_EXAMPLE_COM_USB"), "<absent>");
 }
 
 }  // namespace

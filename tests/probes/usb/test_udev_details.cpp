@@ -2,6 +2,8 @@
 // additions, and every bad value reported at its line (relative to the details text).
 
 #include <chrono>
+#include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -200,6 +202,56 @@ TEST(UdevDetails, EveryBrokenRuleIsReported) {
     EXPECT_TRUE(contains(problems[0].message, "udevRules[0]")) << problems[0].message;
     EXPECT_EQ(problems[1].line, 3);
     EXPECT_TRUE(contains(problems[1].message, "udevRules[1]")) << problems[1].message;
+}
+
+// Akri's udev handler reads two discoveryProperties; any other, or one with no effect as
+// given, is a warning naming it (Akri accepts every name, so none is refused).
+TEST(UdevDiscoveryProperties, EachPropertyWithNoEffectIsWarned) {
+    struct Case {
+        const char* name;
+        std::map<std::string, std::string> properties;
+        std::vector<std::string> warned;  // property names, in name order
+        const char* says;                 // part of the (first) message
+    };
+    const Case cases[] = {
+        {"both used", {{"devicePluginResourceName", "a.b/c"}, {"vfioPassthrough", "true"}}, {}, ""},
+        {"resource name alone", {{"devicePluginResourceName", "a.b/c"}}, {}, ""},
+        {"vfio false alone", {{"vfioPassthrough", "false"}}, {}, ""},
+        {"vfio without a resource name",
+         {{"vfioPassthrough", "true"}},
+         {"vfioPassthrough"},
+         "without devicePluginResourceName"},
+        {"vfio neither true nor false",
+         {{"devicePluginResourceName", "a.b/c"}, {"vfioPassthrough", "on"}},
+         {"vfioPassthrough"},
+         "reads as false"},
+        {"empty resource name", {{"devicePluginResourceName", " "}}, {"devicePluginResourceName"}, "empty"},
+        {"misspelled",
+         {{"devicePluginResourcName", "a.b/c"}},
+         {"devicePluginResourcName"},
+         "did you mean \"devicePluginResourceName\"?"},
+        {"ONVIF credentials", {{"username", "admin"}}, {"username"}, "does not read it"},
+    };
+    for (const Case& c : cases) {
+        std::vector<PropertyWarning> warnings = udevPropertyWarnings(c.properties);
+        std::vector<std::string> names;
+        for (const PropertyWarning& warning : warnings) names.push_back(warning.property);
+        EXPECT_EQ(names, c.warned) << c.name;
+        if (!warnings.empty()) {
+            EXPECT_NE(warnings[0].message.find(c.says), std::string::npos) << warnings[0].message;
+        }
+    }
+}
+
+TEST(UdevDiscoveryProperties, AppliedAsAkriReadsThem) {
+    UdevDetails details;
+    applyDiscoveryProperties({{"devicePluginResourceName", "  akri.sh/gpu \n"}, {"vfioPassthrough", "True"}},
+                             details);
+    EXPECT_EQ(details.devicePluginResourceName, "akri.sh/gpu");
+    EXPECT_TRUE(details.vfioPassthrough);
+    applyDiscoveryProperties({{"devicePluginResourceName", ""}, {"vfioPassthrough", "1"}}, details);
+    EXPECT_EQ(details.devicePluginResourceName, std::nullopt);
+    EXPECT_FALSE(details.vfioPassthrough);
 }
 
 }  // namespace

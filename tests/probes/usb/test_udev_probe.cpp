@@ -16,18 +16,23 @@
 #if DEVLET_HAVE_UMOCKDEV
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <umockdev.h>
+#include <unistd.h>
 
 #include "probes/usb/udev_handler.h"
 #include "runtime/configuration.h"
+#include "runtime/inventory.h"
+#include "runtime/naming.h"
 #include "tests/probes/usb/keyboard_testbed.h"
 #include "tests/probes/usb/serial_adapter_testbed.h"
 #include "tests/probes/usb/webcam_testbed.h"
@@ -426,6 +431,113 @@ TEST_F(KeyboardProbeTest, RemovingAHubTwoLevelsUpWithdrawsTheKeyboard) {
     uevent("/devices/pci0000:00/0000:00:1a.0/usb1/1-1/1-1.5", "remove");
     ASSERT_TRUE(runUntilSnapshots(2));
     EXPECT_TRUE(sink_.snapshots[1].empty());
+}
+
+// Akri's udev discoveryProperties on a PCI device bound to vfio-pci, the way KubeVirt
+// users pass a GPU to a VM: sysfs links the device to its IOMMU group (13), and the vfio
+// driver made /dev/vfio/13 for that group beside the VFIO container node /dev/vfio/vfio.
+// A bridge in group 2 is there too (no rule matches it).
+constexpr const char* kVfioTestbed = R"(P: /devices/pci0000:00/0000:00:01.0
+E: DRIVER=pcieport
+E: PCI_SLOT_NAME=0000:00:01.0
+E: SUBSYSTEM=pci
+A: vendor=0x8086
+A: class=0x060400
+L: driver=../../../bus/pci/drivers/pcieport
+L: iommu_group=../../../kernel/iommu_groups/2
+
+P: /devices/pci0000:00/0000:00:01.0/0000:01:00.0
+E: DRIVER=vfio-pci
+E: PCI_SLOT_NAME=0000:01:00.0
+E: SUBSYSTEM=pci
+A: vendor=0x10de
+A: class=0x030000
+L: driver=../../../../bus/pci/drivers/vfio-pci
+L: iommu_group=../../../../kernel/iommu_groups/13
+
+P: /devices/virtual/vfio/13
+N: vfio/13
+E: DEVNAME=/dev/vfio/13
+E: MAJOR=243
+E: MINOR=0
+E: SUBSYSTEM=vfio
+A: dev=243:0
+
+P: /devices/virtual/misc/vfio
+N: vfio/vfio
+E: DEVNAME=/dev/vfio/vfio
+E: MAJOR=10
+E: MINOR=196
+E: SUBSYSTEM=misc
+A: dev=10:196
+)";
+
+constexpr const char* kVfioGpu = "/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
+
+class NoObserver : public InventoryObserver {
+public:
+    void resourceChanged(ResourceState) override {}
+    void resourceWithdrawn(const std::string&) override {}
+};
+
+class VfioProbeTest : public UdevTestbedTest {
+protected:
+    VfioProbeTest() : UdevTestbedTest(kVfioTestbed) {}
+
+    // What a container that asks for the instance's resource gets.
+    ContainerGrant grantFor(const std::vector<Instance>& snapshot) {
+        NoObserver observer;
+        Inventory inventory("node-a", "akri.sh", nullptr, observer);
+        inventory.applyConfigurations({configuration_}, {});
+        inventory.reportSnapshot(configuration_.name, snapshot);
+        for (const ResourceState& resource : inventory.resources()) {
+            if (resource.instance.empty() || resource.devices.empty()) continue;
+            auto granted = inventory.allocate(resource.resource, {resource.devices[0].id});
+            if (auto* grant = std::get_if<ContainerGrant>(&granted)) return *grant;
+            ADD_FAILURE() << std::get<AllocationRefused>(granted).message;
+        }
+        ADD_FAILURE() << "no instance resource offered";
+        return {};
+    }
+};
+
+TEST_F(VfioProbeTest, ContainerGetsThePciAddressAndTheDevicesVfioGroup) {
+    configuration_.discoveryProperties = {{"devicePluginResourceName", "akri.sh/udev-gpu"},
+                                          {"vfioPassthrough", "true"}};
+    std::vector<Instance> snapshot = firstSnapshot(R"(SUBSYSTEM=="pci", DRIVER=="vfio-pci")");
+    ASSERT_EQ(snapshot.size(), 1u);
+    EXPECT_EQ(snapshot[0].id, kVfioGpu);
+
+    ContainerGrant grant = grantFor(snapshot);
+    std::string hash = instanceHash(kVfioGpu, "node-a", false);
+    for (char& c : hash) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    EXPECT_EQ(grant.envs["PCI_RESOURCE_AKRI_SH_UDEV-GPU"], "0000:01:00.0");
+    EXPECT_EQ(grant.envs["PCI_RESOURCE_AKRI_SH_UDEV-GPU_" + hash], "0000:01:00.0");
+    EXPECT_EQ(grant.envs["UDEV_DEVPATH"], kVfioGpu);
+    EXPECT_FALSE(grant.envs.contains("UDEV_DEVNODE"));  // a PCI device has no node of its own
+    ASSERT_EQ(grant.devices.size(), 2u);
+    EXPECT_EQ(grant.devices[0], (DeviceNode{"/dev/vfio/13", "/dev/vfio/13", "rwm"}));
+    EXPECT_EQ(grant.devices[1], (DeviceNode{"/dev/vfio/vfio", "/dev/vfio/vfio", "rwm"}));
+    // The nodes the container gets are the ones the testbed's vfio driver made.
+    for (const DeviceNode& node : grant.devices)
+        EXPECT_EQ(::access(node.hostPath.c_str(), F_OK), 0) << node.hostPath;
+}
+
+TEST_F(VfioProbeTest, WithoutVfioPassthroughTheContainerGetsNoVfioNodes) {
+    configuration_.discoveryProperties = {{"devicePluginResourceName", "akri.sh/udev-gpu"}};
+    std::vector<Instance> snapshot = firstSnapshot(R"(SUBSYSTEM=="pci", DRIVER=="vfio-pci")");
+    ASSERT_EQ(snapshot.size(), 1u);
+    ContainerGrant grant = grantFor(snapshot);
+    EXPECT_EQ(grant.envs["PCI_RESOURCE_AKRI_SH_UDEV-GPU"], "0000:01:00.0");
+    EXPECT_TRUE(grant.devices.empty());
+}
+
+TEST_F(VfioProbeTest, WithoutDiscoveryPropertiesNothingIsAdded) {
+    std::vector<Instance> snapshot = firstSnapshot(R"(SUBSYSTEM=="pci", DRIVER=="vfio-pci")");
+    ASSERT_EQ(snapshot.size(), 1u);
+    ContainerGrant grant = grantFor(snapshot);
+    for (const auto& [name, value] : grant.envs) EXPECT_FALSE(name.starts_with("PCI_RESOURCE")) << name;
+    EXPECT_TRUE(grant.devices.empty());
 }
 
 }  // namespace
