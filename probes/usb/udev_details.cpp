@@ -24,7 +24,8 @@ void readRules(const YAML::Node& value, int line, UdevDetails& details,
         return;
     }
     if (value.size() == 0) {
-        problems.push_back({line, "udevRules is empty: it needs at least one rule"});
+        // Akri accepts it and finds nothing; so does devlet, and says so.
+        problems.push_back({line, "udevRules is empty: this configuration has no devices", /*warning=*/true});
         return;
     }
     std::size_t index = 0;

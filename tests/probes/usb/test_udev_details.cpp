@@ -127,7 +127,6 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(
         BadValue{"groupRecursive: true\n", 1, "udev needs \"udevRules\""},
         BadValue{"udevRules: 'KERNEL==\"video0\"'\n", 1, "udevRules must be a list of udev rules"},
-        BadValue{"udevRules: []\n", 1, "udevRules is empty"},
         BadValue{"udevRules:\n  - KERNEL: video0\n", 2, "udevRules[0] must be a string"},
         BadValue{"udevRules: ['KERNEL==\"video0\"']\ngroupRecursive: maybe\n", 2,
                  "groupRecursive must be true or false; got \"maybe\""},
@@ -152,6 +151,14 @@ INSTANTIATE_TEST_SUITE_P(
                  "duplicate key \"udevRules\""},
         BadValue{"- KERNEL==\"video0\"\n", 1, "discoveryDetails must be a mapping with \"udevRules\""},
         BadValue{"udevRules: ['KERNEL==\"video0\"'\n", 2, "discoveryDetails is not valid YAML"}));
+
+TEST(UdevDetails, EmptyRulesAreAcceptedWithAWarning) {
+    auto problems = problemsOf("udevRules: []\n");
+    ASSERT_EQ(problems.size(), 1u) << describe(problems);
+    EXPECT_TRUE(problems[0].warning);
+    EXPECT_EQ(problems[0].line, 1);
+    EXPECT_EQ(problems[0].message, "udevRules is empty: this configuration has no devices");
+}
 
 TEST(UdevDetails, UnknownKeyIsReportedWithTheKeyMeant) {
     auto problems = problemsOf(
