@@ -102,9 +102,11 @@ public:
             error(docLine, "spec is missing");
         }
         // A configuration-level request gets distinct devices, as in Akri, unless the
-        // configuration says otherwise. The gpu handler follows Intel's GPU plugin instead,
-        // whose shared-dev-num shares one GPU among the units a container asks for.
-        if (!uniqueDevicesGiven_ && config.handler == "gpu") config.uniqueDevices = false;
+        // configuration or its handler says otherwise.
+        if (!uniqueDevicesGiven_) {
+            if (const DiscoveryHandler* found = handlers_.find(config.handler))
+                config.uniqueDevices = found->defaultUniqueDevices();
+        }
         uniqueDevicesGiven_ = false;
         checkName(config, nameLine);
         if (handler.line > 0) checkDetails(config, handler);

@@ -110,6 +110,9 @@ public:
     virtual std::chrono::milliseconds defaultRemovalGrace() const { return std::chrono::milliseconds(0); }
     // How the configuration-level resource picks slots; empty = the core's spread or pack.
     virtual SlotPreference slotPreference() const { return {}; }
+    // Whether a configuration-level request gets distinct devices when the configuration
+    // does not say (spec.devlet.uniqueDevices): Akri's rule, unless the handler's peers differ.
+    virtual bool defaultUniqueDevices() const { return true; }
     virtual std::unique_ptr<Probe> createProbe(const Configuration& configuration,
                                                boost::asio::io_context& loop, ProbeSink& sink) = 0;
 };

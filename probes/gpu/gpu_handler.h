@@ -24,6 +24,8 @@ public:
     // for the same card meanwhile.
     std::chrono::milliseconds defaultRemovalGrace() const override { return std::chrono::seconds(5); }
     SlotPreference slotPreference() const override;
+    // Intel's GPU plugin (shared-dev-num) shares one GPU among the units a container asks for.
+    bool defaultUniqueDevices() const override { return false; }
     std::unique_ptr<Probe> createProbe(const Configuration& configuration, boost::asio::io_context& loop,
                                        ProbeSink& sink) override;
 

@@ -396,10 +396,17 @@ TEST_F(ConfigurationTest, UniqueDevicesFalseIsKept) {
     EXPECT_FALSE(parsed.configurations[0].uniqueDevices);
 }
 
-// Intel's GPU plugin gives one container several shares of one GPU; gpu follows it.
-TEST_F(ConfigurationTest, GpuConfigurationSharesAGpuWithinAPodByDefault) {
+// A handler whose peers share one device within a pod (gpu: Intel's GPU plugin) sets the
+// default; the configuration still decides.
+class SharingHandler : public FakeHandler {
+public:
+    using FakeHandler::FakeHandler;
+    bool defaultUniqueDevices() const override { return false; }
+};
+
+TEST_F(ConfigurationTest, HandlerThatSharesWithinAPodSetsTheDefault) {
     HandlerRegistry handlers;
-    handlers.add(std::make_unique<FakeHandler>("gpu"));
+    handlers.add(std::make_unique<SharingHandler>("gpu"));
     const std::string gpu =
         "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: gpus\n"
         "spec:\n  discoveryHandler:\n    name: gpu\n";
