@@ -66,19 +66,21 @@ YAML::Node specSchema() {
 // A block-style YAML tree rendered with known lines. A node is a scalar, a mapping, or
 // (list) a one-item list whose item is the mapping `children`.
 struct Node {
+    std::string key;     // its key in the parent mapping
     std::string scalar;  // non-empty: a scalar
     bool list = false;
-    std::vector<std::pair<std::string, Node>> children;
+    std::vector<Node> children;
 
-    Node& child(const std::string& key) {
-        for (auto& [name, node] : children) {
-            if (name == key) return node;
+    Node& child(const std::string& name) {
+        for (Node& node : children) {
+            if (node.key == name) return node;
         }
-        return children.emplace_back(key, Node{}).second;
+        Node& added = children.emplace_back();
+        added.key = name;
+        return added;
     }
-    bool has(const std::string& key) const {
-        return std::any_of(children.begin(), children.end(),
-                           [&](const auto& entry) { return entry.first == key; });
+    bool has(const std::string& name) const {
+        return std::any_of(children.begin(), children.end(), [&](const Node& node) { return node.key == name; });
     }
 };
 
@@ -172,7 +174,8 @@ private:
             for (const auto& alternative : oneOf) any = any || node.has(alternative["required"][0].Scalar());
             if (!any) setKey(oneOf[0]["required"][0].Scalar());
         }
-        for (auto& [key, child] : node.children) {
+        for (auto& child : node.children) {
+            const std::string& key = child.key;
             std::string childPath = path + "." + (key == "SAMPLE_KEY" ? "*" : key) + (child.list ? "[]" : "");
             complete(child, childPath);
         }
@@ -180,7 +183,8 @@ private:
 
     static void renderMapping(const Node& node, const std::string& path, const std::string& indent,
                               std::vector<std::string>& out, std::map<std::string, int>& lines) {
-        for (const auto& [key, child] : node.children) {
+        for (const auto& child : node.children) {
+            const std::string& key = child.key;
             const std::string childPath = path + "." + (key == "SAMPLE_KEY" ? "*" : key);
             lines[childPath] = static_cast<int>(out.size()) + 1;
             if (!child.scalar.empty()) {
