@@ -71,23 +71,23 @@ void Inventory::applyConfigurations(const std::vector<Configuration>& configurat
         const bool capacityChanged = !added && c.configuration.capacity != configuration.capacity;
         if (!added && c.resource != resource) {
             // Another configuration earlier in this list may have taken the old name.
-            if (auto owner = owners_.find(c.resource);
-                owner != owners_.end() && owner->second.configuration == configuration.name &&
-                owner->second.instance.empty())
+            if (auto owner = owners_.find(c.resource); owner != owners_.end() &&
+                                                       owner->second.configuration == configuration.name &&
+                                                       owner->second.instance.empty())
                 owners_.erase(owner);
             changed_.insert(c.resource);  // withdrawn by publish() unless re-owned
         }
         c.configuration = configuration;
         c.resource = resource;
         c.removalGrace = grace == removalGrace.end() ? std::chrono::milliseconds(0) : grace->second;
-        if (auto owner = owners_.find(resource);
-            owner != owners_.end() && !owner->second.instance.empty() &&
-            owner->second.configuration != configuration.name) {
+        if (auto owner = owners_.find(resource); owner != owners_.end() && !owner->second.instance.empty() &&
+                                                 owner->second.configuration != configuration.name) {
             // The daemon refuses such a configuration before it gets here; if one slips
             // through, the instance keeps its resource and this configuration offers none.
             event("error", configuration.name,
-                  "configuration " + configuration.name + " cannot offer " + resource + ": it is the resource of instance " +
-                      owner->second.instance + " of configuration " + owner->second.configuration);
+                  "configuration " + configuration.name + " cannot offer " + resource +
+                      ": it is the resource of instance " + owner->second.instance + " of configuration " +
+                      owner->second.configuration);
         } else {
             owners_[resource] = ResourceOwner{configuration.name, {}};
         }
@@ -447,8 +447,8 @@ Inventory::InstanceState* Inventory::instanceRecord(ConfigurationState& c, const
     const std::string resource = instanceResource(name);
     if (auto owner = owners_.find(resource); owner != owners_.end()) {
         const std::string clash = "instance " + name + " of configuration " + c.configuration.name +
-                                  " is not offered: its resource " + resource + " is offered by configuration " +
-                                  owner->second.configuration;
+                                  " is not offered: its resource " + resource +
+                                  " is offered by configuration " + owner->second.configuration;
         if (reportedClashes_.insert(clash).second) event("error", name, clash);
         return nullptr;
     }
@@ -467,8 +467,8 @@ void Inventory::forgetInstanceRecords(const ConfigurationState& c) {
     }
 }
 
-std::variant<ContainerGrant, AllocationRefused> Inventory::allocate(const std::string& resource,
-                                                                    const std::vector<std::string>& deviceIds) {
+std::variant<ContainerGrant, AllocationRefused> Inventory::allocate(
+    const std::string& resource, const std::vector<std::string>& deviceIds) {
     auto result = allocateContainers(resource, {deviceIds});
     if (auto* refused = std::get_if<AllocationRefused>(&result)) return std::move(*refused);
     return std::move(std::get<std::vector<ContainerGrant>>(result).front());
@@ -575,12 +575,14 @@ std::variant<std::vector<ContainerGrant>, AllocationRefused> Inventory::grant(
         for (const SlotRef& ref : refs) {
             Slot& slot = ref.instance->slots[ref.index];
             if (slot.holderResource != resource) {
-                markHolderChanged(*ref.configuration, *ref.instance, ref.index, slot.holderResource, resource);
+                markHolderChanged(*ref.configuration, *ref.instance, ref.index, slot.holderResource,
+                                  resource);
                 slot.holderResource = resource;
                 slot.sinceMs = nowMs;
                 slot.pod.clear();
                 slot.podNamespace.clear();
-                log.debug() << "slot " << slotId(ref.instance->name, ref.index) << " held through " << resource;
+                log.debug() << "slot " << slotId(ref.instance->name, ref.index) << " held through "
+                            << resource;
             }
             slot.lastConfirmed = now;
             if (std::find(granted.begin(), granted.end(), ref.instance) == granted.end())
@@ -730,8 +732,8 @@ Inventory::Reconciled Inventory::reconcile(const KubeletEvidence& evidence, std:
         }
     }
     // Absence counts only from a kubelet that can know (see KubeletEvidence).
-    evidenceTrusted_ = evidence.pods && evidence.checkpointError.empty() &&
-                       (evidence.checkpoint || !evidence.pods->empty());
+    evidenceTrusted_ =
+        evidence.pods && evidence.checkpointError.empty() && (evidence.checkpoint || !evidence.pods->empty());
 
     // The kubelet knows best: a slot it reports held that devlet thinks free (state lost,
     // or held before devlet started) is adopted rather than offered again. A conflict is
@@ -800,9 +802,9 @@ void Inventory::adopt(const std::vector<PodDevice>& held, const std::string& sou
         auto [config, onlyInstance] = resolve(device.resource);
         if (config != ref.configuration || (onlyInstance && onlyInstance != ref.instance)) continue;
         Slot& slot = ref.instance->slots[ref.index];
-        const std::string who = device.pod.empty()
-                                    ? (device.podUid.empty() ? std::string("a container") : "pod uid " + device.podUid)
-                                    : "pod " + device.podNamespace + "/" + device.pod;
+        const std::string who = device.pod.empty() ? (device.podUid.empty() ? std::string("a container")
+                                                                            : "pod uid " + device.podUid)
+                                                   : "pod " + device.podNamespace + "/" + device.pod;
         if (slot.holderResource == device.resource) continue;
         if (!slot.holderResource.empty()) {
             // Two holders through two resources: the kubelet's word and devlet's record

@@ -298,9 +298,8 @@ private:
                            const std::string& before, const std::string& after);
     // One container's slots, checked against the rules; `taken` collects the request's
     // slots so far (one slot is never in two containers of a request).
-    std::variant<std::vector<SlotRef>, AllocationRefused> checkRequest(const std::string& resource,
-                                                                       const std::vector<std::string>& deviceIds,
-                                                                       std::set<std::string>& taken);
+    std::variant<std::vector<SlotRef>, AllocationRefused> checkRequest(
+        const std::string& resource, const std::vector<std::string>& deviceIds, std::set<std::string>& taken);
     std::variant<std::vector<ContainerGrant>, AllocationRefused> grant(
         const std::string& resource, const std::vector<std::vector<std::string>>& containers);
     void publish();  // now, or scheduled (see setPublishScheduler)
@@ -329,7 +328,8 @@ private:
     void adoptRetainedSlots(ConfigurationState& c);
     // Whether the evidence allows releasing a slot held through `resource`; sets `lags`
     // when only the checkpoint still lists it.
-    bool releasable(const Slot& slot, const std::string& id, std::chrono::milliseconds grace, bool& lags) const;
+    bool releasable(const Slot& slot, const std::string& id, std::chrono::milliseconds grace,
+                    bool& lags) const;
     void reconcileRetained(std::chrono::milliseconds grace, bool& lags);
     // Puts a held slot into its instance, creating the instance record if needed.
     void placeHeldSlot(ConfigurationState& c, const std::string& instance, const std::string& deviceId,
@@ -349,7 +349,7 @@ private:
     std::set<std::string> reportedConflicts_;
     std::set<std::string> conflictsNow_;     // seen by the adoption under way
     std::set<std::string> reportedClashes_;  // instances refused their resource, said once each
-    std::set<std::string> changed_;                      // resources to re-publish
+    std::set<std::string> changed_;          // resources to re-publish
     // Slots (instance, index) whose holder changed, by configuration-level resource: sent
     // as changes unless the resource is in changed_ too.
     std::map<std::string, std::set<std::pair<std::string, int>>> slotChanges_;

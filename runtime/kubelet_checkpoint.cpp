@@ -65,7 +65,8 @@ KubeletCheckpoint parseKubeletCheckpoint(std::string_view text) {
         if (!resource || !resource->is_string()) return failed("an entry has no \"ResourceName\"");
         if (uid && !uid->is_string()) return failed("an entry's \"PodUID\" is not text");
         std::vector<std::string> deviceIds;
-        if (!ids || !readDeviceIds(*ids, deviceIds)) return failed("an entry's \"DeviceIDs\" is not a list of ids");
+        if (!ids || !readDeviceIds(*ids, deviceIds))
+            return failed("an entry's \"DeviceIDs\" is not a list of ids");
         for (std::string& id : deviceIds) {
             PodDevice device;
             device.resource = std::string(resource->get_string());
@@ -107,7 +108,8 @@ KubeletCheckpoint readKubeletCheckpoint(const std::string& path) {
         text.append(buffer, static_cast<std::size_t>(n));
     }
     ::close(fd);
-    if (tooLarge) return failed(path + " is larger than " + std::to_string(kMaxCheckpointBytes >> 20) + " MiB");
+    if (tooLarge)
+        return failed(path + " is larger than " + std::to_string(kMaxCheckpointBytes >> 20) + " MiB");
     KubeletCheckpoint checkpoint = parseKubeletCheckpoint(text);
     if (!checkpoint.error.empty()) checkpoint.error = path + ": " + checkpoint.error;
     return checkpoint;

@@ -369,7 +369,8 @@ std::vector<std::string> configurationProblems(const StatusSnapshot& snapshot,
     std::vector<std::string> problems;
     if (!configuration.probeError.empty())
         problems.push_back("discovery failing: " + configuration.probeError);
-    for (const std::string& list : configuration.listProblems) problems.push_back("device list not sent: " + list);
+    for (const std::string& list : configuration.listProblems)
+        problems.push_back("device list not sent: " + list);
     bool anyPresent = false;
     for (const InstanceStatus& i : configuration.instances) anyPresent = anyPresent || i.present;
     std::size_t excluded = 0;  // devices the probe names: a counted entry is everything else it saw

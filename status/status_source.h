@@ -65,7 +65,7 @@ struct ConfigurationStatus {
     int capacity = 1;
     std::string sourceFile;
     int sourceLine = 0;
-    std::string probeError;         // empty = discovery works
+    std::string probeError;  // empty = discovery works
     // A device list of the configuration (its own or an instance's) that the kubelet could
     // not receive, so it was not sent: "<resource>: why", one each.
     std::vector<std::string> listProblems;

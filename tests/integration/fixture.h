@@ -86,7 +86,8 @@ protected:
     // Every resource is registered and its latest list holds that many devices.
     bool listsComplete(const std::map<std::string, std::size_t>& counts) {
         for (const auto& [resource, count] : counts) {
-            if (kubelet_->endpoint(resource).empty() || kubelet_->devices(resource).size() != count) return false;
+            if (kubelet_->endpoint(resource).empty() || kubelet_->devices(resource).size() != count)
+                return false;
         }
         return true;
     }

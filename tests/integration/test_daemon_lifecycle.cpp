@@ -150,8 +150,8 @@ TEST_F(DaemonLifecycleTest, KubeletRestartReregistersEveryPluginWithSameDevices)
     ASSERT_TRUE(kubelet_->restart());
     ASSERT_TRUE(kubelet_->waitFor(
         [&] {
-            return camsOffered() && kubelet_->registrations(kCl) == 2 && kubelet_->registrations(kFoo0) == 2 &&
-                   kubelet_->registrations(kFoo1) == 2;
+            return camsOffered() && kubelet_->registrations(kCl) == 2 &&
+                   kubelet_->registrations(kFoo0) == 2 && kubelet_->registrations(kFoo1) == 2;
         },
         10s));
     EXPECT_EQ(std::make_tuple(health(kCl), health(kFoo0), health(kFoo1)), before);
@@ -189,8 +189,8 @@ TEST_F(DaemonLifecycleTest, KubeletRestartLostInAnInotifyOverflowStillReregister
     ASSERT_TRUE(daemon_->waitForLog("inotify's queue overflowed", 10s)) << daemon_->log();
     EXPECT_TRUE(kubelet_->waitFor(
         [&] {
-            return camsOffered() && kubelet_->registrations(kCl) == 2 && kubelet_->registrations(kFoo0) == 2 &&
-                   kubelet_->registrations(kFoo1) == 2;
+            return camsOffered() && kubelet_->registrations(kCl) == 2 &&
+                   kubelet_->registrations(kFoo0) == 2 && kubelet_->registrations(kFoo1) == 2;
         },
         10s))
         << daemon_->log();

@@ -68,8 +68,8 @@ protected:
     }
 
     bool allRegisteredAgain(int times) {
-        return camsOffered() && kubelet_->registrations(kCl) == times && kubelet_->registrations(kFoo0) == times &&
-               kubelet_->registrations(kFoo1) == times;
+        return camsOffered() && kubelet_->registrations(kCl) == times &&
+               kubelet_->registrations(kFoo0) == times && kubelet_->registrations(kFoo1) == times;
     }
     // One pod through each resource: cams-8120fe-0 through the configuration's resource,
     // cams-a19705-0 through its own device's, both recorded by PodResources.
@@ -156,7 +156,8 @@ TEST_F(KubeletPartitionTest, HoldsTheCheckpointListsAreAdoptedBeforeAnyPluginReg
     ASSERT_TRUE(kubelet_->restart(std::chrono::hours(1)));
     daemon_->start();
     ASSERT_TRUE(kubelet_->waitFor([&] { return allRegisteredAgain(2); }, 10s));
-    ASSERT_TRUE(daemon_->waitForLog("according to the kubelet's device checkpoint but was not recorded; adopted", 10s));
+    ASSERT_TRUE(daemon_->waitForLog(
+        "according to the kubelet's device checkpoint but was not recorded; adopted", 10s));
     letEveryGracePass();
     expectBothStillHeld();
     EXPECT_EQ(watch_->offeredTwice(), std::set<std::string>{}) << "a first list offered a held slot";
@@ -170,14 +171,16 @@ TEST_F(KubeletPartitionTest, CheckpointThatDisagreesWithDevletIsAConflictEvent) 
     auto viaCl = kubelet_->allocateIds("default", "pod-a", "main", kCl, {"cams-8120fe-1"});
     ASSERT_TRUE(viaCl.ok) << viaCl.error;
     // A checkpoint that says the device's own resource holds it.
-    writeFile(kubelet_->checkpointFile(),
-              R"({"Data":{"PodDeviceEntries":[{"PodUID":"0b1c2d3e-0000-4000-8000-000000000001",)"
-              R"("ContainerName":"main","ResourceName":"akri.sh/cams-8120fe",)"
-              R"("DeviceIDs":{"-1":["cams-8120fe-1"]},"AllocResp":""}],"RegisteredDevices":{}},"Checksum":1})");
-    EXPECT_TRUE(daemon_->waitForLog("slot cams-8120fe-1 is held by pod uid 0b1c2d3e-0000-4000-8000-000000000001 "
-                                    "through akri.sh/cams-8120fe according to the kubelet's device checkpoint, "
-                                    "but devlet records it held through akri.sh/cams",
-                                    10s));
+    writeFile(
+        kubelet_->checkpointFile(),
+        R"({"Data":{"PodDeviceEntries":[{"PodUID":"0b1c2d3e-0000-4000-8000-000000000001",)"
+        R"("ContainerName":"main","ResourceName":"akri.sh/cams-8120fe",)"
+        R"("DeviceIDs":{"-1":["cams-8120fe-1"]},"AllocResp":""}],"RegisteredDevices":{}},"Checksum":1})");
+    EXPECT_TRUE(
+        daemon_->waitForLog("slot cams-8120fe-1 is held by pod uid 0b1c2d3e-0000-4000-8000-000000000001 "
+                            "through akri.sh/cams-8120fe according to the kubelet's device checkpoint, "
+                            "but devlet records it held through akri.sh/cams",
+                            10s));
     const std::string log = daemon_->log();
     EXPECT_EQ(log.find("but devlet records it held"), log.rfind("but devlet records it held"))
         << "said once, not on every poll";

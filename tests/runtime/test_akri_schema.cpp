@@ -80,7 +80,8 @@ struct Node {
         return added;
     }
     bool has(const std::string& name) const {
-        return std::any_of(children.begin(), children.end(), [&](const Node& node) { return node.key == name; });
+        return std::any_of(children.begin(), children.end(),
+                           [&](const Node& node) { return node.key == name; });
     }
 };
 

@@ -722,9 +722,11 @@ TEST(ResourceConflict, InstanceShapedNameConflictsInEitherOrderOfLoading) {
     // "cams-8120fe" loaded first, "cams" second: "cams"' instance of foo0 would be offered
     // under the first one's resource.
     const std::string why = resourceConflict(named("cams"), {named("cams-8120fe")}, "akri.sh");
-    EXPECT_NE(why.find("configuration \"cams-8120fe\" (cams-8120fe.yaml:4) offers \"akri.sh/cams-8120fe\", which has "
-                       "the form of an instance resource of this one"),
-              std::string::npos)
+    EXPECT_NE(
+        why.find(
+            "configuration \"cams-8120fe\" (cams-8120fe.yaml:4) offers \"akri.sh/cams-8120fe\", which has "
+            "the form of an instance resource of this one"),
+        std::string::npos)
         << why;
 }
 

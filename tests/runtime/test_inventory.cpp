@@ -355,9 +355,9 @@ TEST_F(InventoryTest, ConfigurationListGetsOnlyTheSlotsWhoseHolderChanged) {
 
     // A slot freed is a changed slot too.
     advance(11s);
-    inventory().reconcile(
-        kubeletSays({{kFoo0Il, "echo-8120fe-0", "pod", "default", ""}, {kFoo0Il, "echo-8120fe-1", "pod", "default", ""}}),
-        10s);
+    inventory().reconcile(kubeletSays({{kFoo0Il, "echo-8120fe-0", "pod", "default", ""},
+                                       {kFoo0Il, "echo-8120fe-1", "pod", "default", ""}}),
+                          10s);
     EXPECT_EQ(observer_.slotChangesOf, (std::map<std::string, int>{{kCl, 3}}));
     EXPECT_EQ(healthyIds(kCl), (std::vector<std::string>{"echo-a19705-0", "echo-a19705-1"}));
 }
@@ -948,7 +948,8 @@ TEST_F(InventoryTest, CheckpointListingASlotKeepsItHeldWhilePodResourcesListsNoP
                                             {kFoo1Il, "echo-a19705-0", "", "", "uid-b"}};
     for (int poll = 0; poll < 20; ++poll) {
         advance(5s);
-        auto reconciled = inventory().reconcile(KubeletEvidence{std::vector<PodDevice>{}, checkpoint, {}}, 5s);
+        auto reconciled =
+            inventory().reconcile(KubeletEvidence{std::vector<PodDevice>{}, checkpoint, {}}, 5s);
         EXPECT_TRUE(reconciled.checkpointLags);
     }
     EXPECT_EQ(holder("echo-8120fe-0"), kCl);
@@ -961,7 +962,8 @@ TEST_F(InventoryTest, SlotGoneFromPodResourcesAndCheckpointIsReleased) {
     setUpEcho(1);
     allocateOk(kCl, {"echo-8120fe-0"});
     advance(5s);
-    auto reconciled = inventory().reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::vector<PodDevice>{}, {}}, 5s);
+    auto reconciled =
+        inventory().reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::vector<PodDevice>{}, {}}, 5s);
     EXPECT_FALSE(reconciled.checkpointLags);
     EXPECT_EQ(holder("echo-8120fe-0"), "");
 }
@@ -975,7 +977,9 @@ TEST_F(InventoryTest, WithoutCheckpointAnEmptyPodListIsNoEvidence) {
     EXPECT_EQ(inventory_->slotsHeld(), 2u) << "an empty answer is what a kubelet that knows no pod gives";
     // A list that shows the kubelet knows its pods: the slot it leaves out is free.
     inventory().reconcile(
-        KubeletEvidence{std::vector<PodDevice>{{kFoo1Il, "echo-a19705-0", "app", "ns", ""}}, std::nullopt, {}}, 5s);
+        KubeletEvidence{
+            std::vector<PodDevice>{{kFoo1Il, "echo-a19705-0", "app", "ns", ""}}, std::nullopt, {}},
+        5s);
     EXPECT_EQ(holder("echo-8120fe-0"), "");
     EXPECT_EQ(holder("echo-a19705-0"), kFoo1Il);
 }
@@ -991,7 +995,9 @@ TEST_F(InventoryTest, UnreadableCheckpointReleasesNothing) {
 TEST_F(InventoryTest, CheckpointHoldIsAdopted) {
     setUpEcho(2);
     inventory().reconcile(
-        KubeletEvidence{std::nullopt, std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-1", "", "", "uid-a"}}, {}}, 5s);
+        KubeletEvidence{
+            std::nullopt, std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-1", "", "", "uid-a"}}, {}},
+        5s);
     EXPECT_EQ(holder("echo-8120fe-1"), kFoo0Il);
     EXPECT_FALSE(health(kCl).at("echo-8120fe-1"));
     refusal(kCl, {"echo-8120fe-1"});
@@ -1002,10 +1008,13 @@ TEST_F(InventoryTest, HolderReportedBeforeItsDeviceIsFoundIsAdoptedWhenItIs) {
     graces_ = {{"echo", 0ms}};
     inventory().applyConfigurations(configurations_, graces_);
     inventory().reconcile(
-        KubeletEvidence{std::nullopt, std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-0", "", "", "uid-a"}}, {}}, 5s);
+        KubeletEvidence{
+            std::nullopt, std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-0", "", "", "uid-a"}}, {}},
+        5s);
     inventory().reportSnapshot("echo", {echoDevice("foo0")});
     EXPECT_EQ(holder("echo-8120fe-0"), kFoo0Il);
-    EXPECT_FALSE(health(kCl).at("echo-8120fe-0")) << "its first list already keeps it from the other resource";
+    EXPECT_FALSE(health(kCl).at("echo-8120fe-0"))
+        << "its first list already keeps it from the other resource";
 }
 
 TEST_F(InventoryTest, HolderThroughAnotherResourceIsAConflictEventOnce) {
@@ -1013,7 +1022,8 @@ TEST_F(InventoryTest, HolderThroughAnotherResourceIsAConflictEventOnce) {
     setUpEcho(1);
     allocateOk(kCl, {"echo-8120fe-0"});
     const KubeletEvidence says{std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-0", "app", "vision", ""}},
-                               std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-0", "", "", "uid-a"}}, {}};
+                               std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-0", "", "", "uid-a"}},
+                               {}};
     inventory().reconcile(says, 5s);
     inventory().reconcile(says, 5s);
     int conflicts = 0;

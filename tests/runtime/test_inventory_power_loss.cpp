@@ -105,27 +105,29 @@ protected:
             for (const StoredSlot& slot : node->store->slots()) kept.insert(slot.deviceId);
             for (const auto& [slot, resource] : answered) result.adopted += kept.count(slot) ? 0 : 1;
             std::vector<PodDevice> checkpoint;
-            for (const auto& [slot, resource] : answered) checkpoint.push_back({resource, slot, "", "", "uid"});
+            for (const auto& [slot, resource] : answered)
+                checkpoint.push_back({resource, slot, "", "", "uid"});
             node->inventory->reconcile(KubeletEvidence{std::nullopt, checkpoint, {}}, 10s);
             for (const auto& [slot, resource] : answered) {
                 const std::string instance = slot.substr(0, slot.rfind('-'));
                 const std::string other = resource == kCl ? "akri.sh/" + instance : std::string(kCl);
                 auto refused = node->inventory->allocate(other, {slot});
                 if (!std::holds_alternative<AllocationRefused>(refused))
-                    result.offeredTwice.push_back("round " + std::to_string(round) + ": " + slot + " through " +
-                                                  other + ", held through " + resource);
+                    result.offeredTwice.push_back("round " + std::to_string(round) + ": " + slot +
+                                                  " through " + other + ", held through " + resource);
             }
             // Now and then every pod ends, on a kubelet that knows its pods: the slots are free.
             if (answered.size() > 5) {
-                node->inventory->reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::vector<PodDevice>{}, {}},
-                                           0ms);
+                node->inventory->reconcile(
+                    KubeletEvidence{std::vector<PodDevice>{}, std::vector<PodDevice>{}, {}}, 0ms);
                 answered.clear();
             }
 
             vfs_.keepUnsyncedWrites(std::vector<double>{0, 0.5}[pick(2)], random());
             vfs_.cutAfter(1 + pick(40));
             for (int call = 0; call < 30 && !vfs_.cut(); ++call) {
-                const std::string instance = instanceName("echo", instanceHash("foo" + std::to_string(pick(4)), "", true));
+                const std::string instance =
+                    instanceName("echo", instanceHash("foo" + std::to_string(pick(4)), "", true));
                 const std::string slot = slotId(instance, pick(2));
                 if (answered.count(slot)) continue;
                 const std::string resource = pick(2) ? std::string(kCl) : "akri.sh/" + instance;

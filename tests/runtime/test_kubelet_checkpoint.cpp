@@ -16,18 +16,20 @@ namespace {
 
 // Shaped like a kubelet 1.29 file: one container with two devices on NUMA node 0, one
 // without topology, the allocation response base64-encoded, the healthy devices by resource.
-constexpr char kCurrent[] = R"({"Data":{"PodDeviceEntries":[)"
-                            R"({"PodUID":"5b1a7c1e-8f0a-4e2b-9d6c-3f2e1a0b9c8d","ContainerName":"app",)"
-                            R"("ResourceName":"akri.sh/cams","DeviceIDs":{"0":["cams-4294ea-0","cams-4294ea-1"]},)"
-                            R"("AllocResp":"CiQKEk9OVklGX0RFVklDRV9VVUlEEg51dWlkOjEyMzQ="},)"
-                            R"({"PodUID":"6c2b8d2f-9a1b-4f3c-8e7d-4a3f2b1c0d9e","ContainerName":"init",)"
-                            R"("ResourceName":"akri.sh/cams-4294ea","DeviceIDs":{"-1":["cams-4294ea-2"]},"AllocResp":""}],)"
-                            R"("RegisteredDevices":{"akri.sh/cams":["cams-4294ea-3"],"akri.sh/cams-4294ea":[]}},)"
-                            R"("Checksum":2771352906})";
+constexpr char kCurrent[] =
+    R"({"Data":{"PodDeviceEntries":[)"
+    R"({"PodUID":"5b1a7c1e-8f0a-4e2b-9d6c-3f2e1a0b9c8d","ContainerName":"app",)"
+    R"("ResourceName":"akri.sh/cams","DeviceIDs":{"0":["cams-4294ea-0","cams-4294ea-1"]},)"
+    R"("AllocResp":"CiQKEk9OVklGX0RFVklDRV9VVUlEEg51dWlkOjEyMzQ="},)"
+    R"({"PodUID":"6c2b8d2f-9a1b-4f3c-8e7d-4a3f2b1c0d9e","ContainerName":"init",)"
+    R"("ResourceName":"akri.sh/cams-4294ea","DeviceIDs":{"-1":["cams-4294ea-2"]},"AllocResp":""}],)"
+    R"("RegisteredDevices":{"akri.sh/cams":["cams-4294ea-3"],"akri.sh/cams-4294ea":[]}},)"
+    R"("Checksum":2771352906})";
 
 std::vector<std::string> described(const KubeletCheckpoint& checkpoint) {
     std::vector<std::string> out;
-    for (const PodDevice& d : checkpoint.devices) out.push_back(d.resource + " " + d.deviceId + " " + d.podUid);
+    for (const PodDevice& d : checkpoint.devices)
+        out.push_back(d.resource + " " + d.deviceId + " " + d.podUid);
     return out;
 }
 
@@ -35,10 +37,11 @@ TEST(KubeletCheckpoint, ReadsEachAllocatedDeviceWithItsResourceAndPod) {
     KubeletCheckpoint checkpoint = parseKubeletCheckpoint(kCurrent);
     EXPECT_TRUE(checkpoint.present);
     EXPECT_EQ(checkpoint.error, "");
-    EXPECT_EQ(described(checkpoint),
-              (std::vector<std::string>{"akri.sh/cams cams-4294ea-0 5b1a7c1e-8f0a-4e2b-9d6c-3f2e1a0b9c8d",
-                                        "akri.sh/cams cams-4294ea-1 5b1a7c1e-8f0a-4e2b-9d6c-3f2e1a0b9c8d",
-                                        "akri.sh/cams-4294ea cams-4294ea-2 6c2b8d2f-9a1b-4f3c-8e7d-4a3f2b1c0d9e"}));
+    EXPECT_EQ(
+        described(checkpoint),
+        (std::vector<std::string>{"akri.sh/cams cams-4294ea-0 5b1a7c1e-8f0a-4e2b-9d6c-3f2e1a0b9c8d",
+                                  "akri.sh/cams cams-4294ea-1 5b1a7c1e-8f0a-4e2b-9d6c-3f2e1a0b9c8d",
+                                  "akri.sh/cams-4294ea cams-4294ea-2 6c2b8d2f-9a1b-4f3c-8e7d-4a3f2b1c0d9e"}));
 }
 
 TEST(KubeletCheckpoint, ReadsTheLayoutBeforeKubelet120) {
@@ -77,7 +80,8 @@ TEST(KubeletCheckpoint, AnythingMalformedIsAnErrorWithNoDevices) {
 
 TEST(KubeletCheckpoint, MissingFileIsNoCheckpointAndNoError) {
     test::TempDir dir;
-    KubeletCheckpoint checkpoint = readKubeletCheckpoint((dir.path() / "kubelet_internal_checkpoint").string());
+    KubeletCheckpoint checkpoint =
+        readKubeletCheckpoint((dir.path() / "kubelet_internal_checkpoint").string());
     EXPECT_FALSE(checkpoint.present);
     EXPECT_EQ(checkpoint.error, "");
 }

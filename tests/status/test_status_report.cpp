@@ -170,7 +170,8 @@ TEST(StatusReport, DeviceListTheKubeletCannotReceiveIsAProblem) {
     c.listProblems.push_back("akri.sh/cams: its device list of 200000 device(s) is 5242890 bytes");
     const auto problems = configurationProblems(s, c);
     ASSERT_EQ(problems.size(), 1u);
-    EXPECT_EQ(problems[0], "device list not sent: akri.sh/cams: its device list of 200000 device(s) is 5242890 bytes");
+    EXPECT_EQ(problems[0],
+              "device list not sent: akri.sh/cams: its device list of 200000 device(s) is 5242890 bytes");
     const json::object doc = parse(apiJson("configurations", s, {}));
     EXPECT_EQ(doc.at("configurations").as_array().at(0).at("problems").as_array().at(0).as_string(),
               problems[0]);

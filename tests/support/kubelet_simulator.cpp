@@ -370,8 +370,8 @@ std::string KubeletSimulator::checkpointLocked() const {
                 .push_back(id);
         }
         json += std::string(first ? "" : ",") + "{\"PodUID\":" + jsonString(podUid(a.podNamespace, a.pod)) +
-                ",\"ContainerName\":" + jsonString(a.container) + ",\"ResourceName\":" + jsonString(a.resource) +
-                ",\"DeviceIDs\":{";
+                ",\"ContainerName\":" + jsonString(a.container) +
+                ",\"ResourceName\":" + jsonString(a.resource) + ",\"DeviceIDs\":{";
         bool firstNode = true;
         for (const auto& [node, ids] : byNode) {
             json += std::string(firstNode ? "" : ",") + jsonString(std::to_string(node)) + ":[";

@@ -598,9 +598,11 @@ TEST_F(KubeletSimulatorTest, CheckpointKeepsARemovedPodUntilTheNextWrite) {
         std::ifstream in(simulator_->checkpointFile());
         return std::string(std::istreambuf_iterator<char>(in), {});
     };
-    const std::string entry = R"("ContainerName":"app","ResourceName":"example.com/widget","DeviceIDs":{"1":["w0"]})";
+    const std::string entry =
+        R"("ContainerName":"app","ResourceName":"example.com/widget","DeviceIDs":{"1":["w0"]})";
     EXPECT_NE(checkpoint().find(entry), std::string::npos) << checkpoint();
-    EXPECT_NE(checkpoint().find(R"("RegisteredDevices":{"example.com/widget":["w0","w1"]})"), std::string::npos)
+    EXPECT_NE(checkpoint().find(R"("RegisteredDevices":{"example.com/widget":["w0","w1"]})"),
+              std::string::npos)
         << checkpoint();
 
     simulator_->removePod("ns", "pod");
