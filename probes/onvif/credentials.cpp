@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -51,7 +52,88 @@ std::optional<Credential> readCredential(const YAML::Node& node, const std::stri
     return credential;
 }
 
+// "02:00:00:00:00:01" or "02-00-00-00-00-01", as GetNetworkInterfaces reports it after
+// lower-casing (colons).
+bool isMacAddress(const std::string& key) {
+    if (key.size() != 17) return false;
+    for (std::size_t i = 0; i < key.size(); ++i) {
+        if (i % 3 == 2) {
+            if (key[i] != ':' && key[i] != '-') return false;
+        } else if (!std::isxdigit(static_cast<unsigned char>(key[i]))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::string normalMac(std::string key) {
+    std::replace(key.begin(), key.end(), '-', ':');
+    return lower(std::move(key));
+}
+
 }  // namespace
+
+std::optional<std::array<std::uint8_t, 16>> parseIpAddress(const std::string& text) {
+    std::string address = text.substr(0, text.find('%'));
+    if (address.starts_with("[") && address.ends_with("]")) address = address.substr(1, address.size() - 2);
+    std::array<std::uint8_t, 16> bytes{};
+    in_addr v4{};
+    if (inet_pton(AF_INET, address.c_str(), &v4) == 1) {
+        bytes[10] = bytes[11] = 0xff;
+        std::memcpy(bytes.data() + 12, &v4, 4);
+        return bytes;
+    }
+    if (inet_pton(AF_INET6, address.c_str(), bytes.data()) == 1) return bytes;
+    return std::nullopt;
+}
+
+std::optional<IpNetwork> IpNetwork::parse(const std::string& text, std::string& error) {
+    const auto slash = text.find('/');
+    const std::string address = text.substr(0, slash);
+    const bool v4 = address.find(':') == std::string::npos;
+    auto bytes = address.find('%') == std::string::npos ? parseIpAddress(address) : std::nullopt;
+    if (!bytes) {
+        error = "\"" + text + "\" is not an IPv4 or IPv6 network (e.g. 192.0.2.0/24 or 2001:db8::/64)";
+        return std::nullopt;
+    }
+    int prefix = v4 ? 32 : 128;
+    if (slash != std::string::npos) {
+        const std::string digits = text.substr(slash + 1);
+        const bool numeric = !digits.empty() && digits.size() <= 3 &&
+                             std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); });
+        prefix = numeric ? std::stoi(digits) : -1;
+        if (prefix < 0 || prefix > (v4 ? 32 : 128)) {
+            error = "\"" + text + "\": the prefix length must be 0 to " + (v4 ? "32" : "128");
+            return std::nullopt;
+        }
+    }
+    // IPv4 sits in the last 32 bits of the mapped form.
+    const int bits = v4 ? 96 + prefix : prefix;
+    IpNetwork network;
+    network.text_ = text;
+    for (int i = 0; i < 16; ++i) {
+        const int kept = std::clamp(bits - 8 * i, 0, 8);
+        const std::uint8_t mask = kept == 0 ? 0 : std::uint8_t(0xff << (8 - kept));
+        network.first_[i] = (*bytes)[i] & mask;
+        network.last_[i] = (*bytes)[i] | std::uint8_t(~mask);
+    }
+    return network;
+}
+
+IpNetwork IpNetwork::fromRange(const Ipv4Range& range) {
+    IpNetwork network;
+    network.text_ = range.text;
+    network.first_[10] = network.first_[11] = network.last_[10] = network.last_[11] = 0xff;
+    for (int i = 0; i < 4; ++i) {
+        network.first_[12 + i] = std::uint8_t(range.first >> (24 - 8 * i));
+        network.last_[12 + i] = std::uint8_t(range.last >> (24 - 8 * i));
+    }
+    return network;
+}
+
+bool IpNetwork::contains(const std::array<std::uint8_t, 16>& address) const {
+    return first_ <= address && address <= last_;
+}
 
 Outcome CredentialStore::parse(const std::string& text, const std::string& where, CredentialStore& store) {
     store = CredentialStore();
@@ -64,6 +146,7 @@ Outcome CredentialStore::parse(const std::string& text, const std::string& where
     }
     if (root.IsNull()) return Outcome::ok();
     if (!root.IsMap()) return Outcome::failure(where + ": must be a mapping with default and cameras");
+    bool networksGiven = false;
     try {
         for (const auto& entry : root) {
             const std::string key = entry.first.Scalar();
@@ -76,16 +159,39 @@ Outcome CredentialStore::parse(const std::string& text, const std::string& where
                     const std::string id = camera.first.Scalar();
                     auto credential = readCredential(camera.second, "cameras." + id, error);
                     if (!credential) break;
-                    store.cameras_[lower(id)] = *credential;
+                    if (auto address = parseIpAddress(id)) {
+                        store.byAddress_[*address] = *credential;
+                    } else {
+                        store.cameras_[isMacAddress(id) ? normalMac(id) : lower(id)] = *credential;
+                    }
+                }
+            } else if (key == "networks") {
+                networksGiven = true;
+                if (!entry.second.IsSequence())
+                    return Outcome::failure(where + ": networks must be a list of networks (e.g. [192.0.2.0/24])");
+                for (const auto& item : entry.second) {
+                    if (!item.IsScalar()) return Outcome::failure(where + ": networks must be a list of strings");
+                    auto network = IpNetwork::parse(item.Scalar(), error);
+                    if (!network) {
+                        error = "networks: " + error;
+                        break;
+                    }
+                    store.networks_.push_back(*network);
                 }
             } else {
-                error = yaml::unknownKeyMessage(key, "the credentials", {"default", "cameras"});
+                error = yaml::unknownKeyMessage(key, "the credentials", {"default", "cameras", "networks"});
             }
             if (!error.empty()) return Outcome::failure(where + ": " + error);
         }
     } catch (const YAML::Exception&) {
         return Outcome::failure(where + ": unexpected structure");
     }
+    if (!networksGiven && (store.default_ || !store.cameras_.empty()))
+        return Outcome::failure(
+            where +
+            ": the default and the entries by uuid or MAC address are sent only to cameras inside the "
+            "networks the file lists, and it has no networks key (add e.g. networks: [192.0.2.0/24]); "
+            "the file is not used");
     return Outcome::ok();
 }
 
@@ -117,20 +223,35 @@ Outcome CredentialStore::loadSystemdCredential(const std::string& name, Credenti
     return load(std::string(dir) + "/" + name, store);
 }
 
-CredentialStore CredentialStore::withDefault(Credential credential) {
+CredentialStore CredentialStore::withDefault(Credential credential, std::vector<IpNetwork> networks,
+                                             std::string scope) {
     CredentialStore store;
     store.default_ = std::move(credential);
+    store.networks_ = std::move(networks);
+    store.scope_ = std::move(scope);
     return store;
 }
 
-std::optional<Credential> CredentialStore::find(const std::string& uuid, const std::string& ip,
-                                                const std::string& mac) const {
-    for (const std::string* key : {&uuid, &ip, &mac}) {
-        if (key->empty()) continue;
-        auto it = cameras_.find(lower(*key));
-        if (it != cameras_.end()) return it->second;
+CredentialChoice CredentialStore::find(const std::string& uuid, const std::string& host,
+                                       const std::string& mac) const {
+    const auto address = parseIpAddress(host);
+    if (address) {
+        if (auto it = byAddress_.find(*address); it != byAddress_.end()) return {it->second, ""};
     }
-    return default_;
+    std::optional<Credential> candidate;
+    for (const std::string& key : {lower(uuid), mac.empty() ? std::string() : normalMac(mac)}) {
+        if (key.empty()) continue;
+        if (auto it = cameras_.find(key); it != cameras_.end()) {
+            candidate = it->second;
+            break;
+        }
+    }
+    if (!candidate) candidate = default_;
+    if (!candidate) return {};
+    const bool inside = address && std::any_of(networks_.begin(), networks_.end(),
+                                               [&](const IpNetwork& n) { return n.contains(*address); });
+    if (inside) return {candidate, ""};
+    return {std::nullopt, "no credential for this address: outside " + scope_};
 }
 
 }  // namespace devlet::onvif

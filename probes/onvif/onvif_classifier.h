@@ -34,6 +34,10 @@ const char* describe(CameraState state);
 
 enum class AuthResult { NotTried, NoCredentials, Accepted, Refused };
 
+// How a camera takes credentials, once a call with them worked: a WS-Security UsernameToken,
+// HTTP Digest, or both in one request. Remembered so that later queries send what works.
+enum class AuthScheme { Unknown, UsernameToken, HttpDigest, Both };
+
 struct StreamProfile {
     std::string token;
     std::string name;
@@ -48,6 +52,7 @@ struct StreamProfile {
 struct CameraReport {
     CameraState state = CameraState::Unreachable;
     AuthResult auth = AuthResult::NotTried;
+    AuthScheme authScheme = AuthScheme::Unknown;
     std::string error;                         // why a call failed, for people
     std::chrono::milliseconds clockOffset{0};  // camera clock - local clock
     std::string manufacturer, model, firmware, serial, hardwareId;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include "probes/onvif/http_digest.h"
 #include "probes/onvif/soap_wire.h"
 #include "probes/onvif/username_token.h"
 #include "soapH.h"
@@ -104,7 +105,27 @@ bool enableTls(struct soap* soap, bool& enabled) {
     return enabled;
 }
 
-// Sets the header for the next call: a fresh UsernameToken, or none.
+// No answer at all. A failed TLS handshake is not one: the camera took the connection
+// (EdgeX's "reachable").
+bool isTransportError(struct soap* soap) {
+    return soap->error == SOAP_TCP_ERROR || soap->error == SOAP_UDP_ERROR || soap->error == SOAP_EOF;
+}
+
+bool isAuthFault(struct soap* soap) {
+    if (soap->error == 401 || soap->error == 403) return true;
+    const char* subcode = soap_fault_subcode(soap);
+    if (subcode && std::string(subcode).find("NotAuthorized") != std::string::npos) return true;
+    const char* reason = *soap_faultstring(soap);
+    if (reason) {
+        const std::string text = reason;
+        if (text.find("uthoriz") != std::string::npos || text.find("uthentic") != std::string::npos ||
+            text.find("ender not") != std::string::npos)
+            return true;
+    }
+    return false;
+}
+
+// Sets the SOAP header for the next call: a fresh UsernameToken, or none.
 void authenticate(struct soap* soap, const std::optional<Credential>& credential,
                   std::chrono::milliseconds clockOffset) {
     soap->header = nullptr;
@@ -125,24 +146,61 @@ void authenticate(struct soap* soap, const std::optional<Credential>& credential
     soap->header = header;
 }
 
-// No answer at all. A failed TLS handshake is not one: the camera took the connection
-// (EdgeX's "reachable").
-bool isTransportError(struct soap* soap) {
-    return soap->error == SOAP_TCP_ERROR || soap->error == SOAP_UDP_ERROR || soap->error == SOAP_EOF;
+// How one query authenticates its calls: the credential, the camera's clock, the schemes
+// known to work with the camera, and HTTP Digest's state for the query's context.
+struct Authenticator {
+    Authenticator(struct soap* soap, const std::optional<Credential>& credential, AuthScheme scheme)
+        : soap(soap), credential(credential), scheme(scheme), digest(soap) {}
+    struct soap* soap;
+    const std::optional<Credential>& credential;
+    AuthScheme scheme;
+    std::chrono::milliseconds clockOffset{0};
+    HttpDigest digest;
+    std::string problem;  // a Digest challenge devlet cannot answer
+};
+
+// One call without credentials.
+template <typename Call>
+int unauthenticated(Authenticator& auth, Call&& call) {
+    authenticate(auth.soap, std::nullopt, auth.clockOffset);
+    auth.digest.sending(false);
+    auth.digest.expectChallenge();
+    return call();
 }
 
-bool isAuthFault(struct soap* soap) {
-    if (soap->error == 401 || soap->error == 403) return true;
-    const char* subcode = soap_fault_subcode(soap);
-    if (subcode && std::string(subcode).find("NotAuthorized") != std::string::npos) return true;
-    const char* reason = *soap_faultstring(soap);
-    if (reason) {
-        const std::string text = reason;
-        if (text.find("uthoriz") != std::string::npos || text.find("uthentic") != std::string::npos ||
-            text.find("ender not") != std::string::npos)
-            return true;
+// One call with the credential, as the camera takes it. Unknown: a UsernameToken; a 401 with
+// a Digest challenge is answered with HTTP Digest alone, and where the camera then still
+// refuses with a SOAP fault, with both. Once a scheme worked, it is sent first: a camera
+// known to want Digest is sent no UsernameToken, and within a query the challenge's nonce is
+// reused, so only the first call pays the 401.
+template <typename Call>
+int authenticated(Authenticator& auth, Call&& call) {
+    if (!auth.credential) return unauthenticated(auth, call);
+    auto attempt = [&](bool token, bool digest) {
+        authenticate(auth.soap, token ? auth.credential : std::nullopt, auth.clockOffset);
+        auth.digest.sending(digest);
+        auth.digest.expectChallenge();
+        return call();
+    };
+    const bool knownDigest = auth.scheme == AuthScheme::HttpDigest || auth.scheme == AuthScheme::Both;
+    int result = attempt(auth.scheme != AuthScheme::HttpDigest, knownDigest && auth.digest.answered());
+    if (result == SOAP_OK) {
+        if (auth.scheme == AuthScheme::Unknown) auth.scheme = AuthScheme::UsernameToken;
+        return result;
     }
-    return false;
+    if (auth.soap->error != 401 || !auth.digest.challenged()) return result;
+    if (!auth.digest.answer(*auth.credential, auth.problem)) return result;
+    // A known scheme meets a new nonce (the first call of a query, or a stale one).
+    if (knownDigest) return attempt(auth.scheme == AuthScheme::Both, true);
+    result = attempt(false, true);
+    if (result == SOAP_OK) {
+        auth.scheme = AuthScheme::HttpDigest;
+        return result;
+    }
+    if (auth.soap->error == 401 || !isAuthFault(auth.soap)) return result;
+    result = attempt(true, true);
+    if (result == SOAP_OK) auth.scheme = AuthScheme::Both;
+    return result;
 }
 
 std::string text(const char* value, std::size_t limit = 256) {
@@ -223,16 +281,18 @@ bool checkTime(struct soap* soap, const std::string& serviceUrl, CameraReport& r
     return true;
 }
 
-void readMediaUrl(struct soap* soap, const std::string& serviceUrl,
-                  const std::optional<Credential>& credential, CameraReport& report) {
+void readMediaUrl(struct soap* soap, const std::string& serviceUrl, Authenticator& auth,
+                  CameraReport& report) {
     _tds__GetCapabilities request;
     _tds__GetCapabilitiesResponse response;
     soap_default__tds__GetCapabilities(soap, &request);
     request.Category = soap_strdup(soap, "Media");
+    auto getCapabilities = [&] {
+        return soap_call___tds__GetCapabilities(soap, serviceUrl.c_str(), nullptr, &request, &response);
+    };
     for (const bool withAuth : {false, true}) {
-        if (withAuth && !credential) break;
-        authenticate(soap, withAuth ? credential : std::nullopt, report.clockOffset);
-        if (soap_call___tds__GetCapabilities(soap, serviceUrl.c_str(), nullptr, &request, &response) ==
+        if (withAuth && !auth.credential) break;
+        if ((withAuth ? authenticated(auth, getCapabilities) : unauthenticated(auth, getCapabilities)) ==
             SOAP_OK) {
             if (response.Capabilities && response.Capabilities->Media && response.Capabilities->Media->XAddr)
                 report.mediaUrl = text(response.Capabilities->Media->XAddr, 1024);
@@ -244,9 +304,10 @@ void readMediaUrl(struct soap* soap, const std::string& serviceUrl,
         _tds__GetServicesResponse servicesResponse;
         soap_default__tds__GetServices(soap, &services);
         services.IncludeCapability = soap_strdup(soap, "false");
-        authenticate(soap, credential, report.clockOffset);
-        if (soap_call___tds__GetServices(soap, serviceUrl.c_str(), nullptr, &services, &servicesResponse) ==
-            SOAP_OK) {
+        if (authenticated(auth, [&] {
+                return soap_call___tds__GetServices(soap, serviceUrl.c_str(), nullptr, &services,
+                                                    &servicesResponse);
+            }) == SOAP_OK) {
             for (int i = 0; i < servicesResponse.__sizeService; ++i) {
                 const tds__Service& s = servicesResponse.Service[i];
                 if (s.Namespace && s.XAddr &&
@@ -262,17 +323,26 @@ void readMediaUrl(struct soap* soap, const std::string& serviceUrl,
 }
 
 // GetDeviceInformation decides the authentication result.
-void readDeviceInformation(struct soap* soap, const std::string& serviceUrl,
-                           const std::optional<Credential>& credential, CameraReport& report) {
+void readDeviceInformation(struct soap* soap, const std::string& serviceUrl, Authenticator& auth,
+                           const QueryOptions& options, CameraReport& report) {
+    const std::optional<Credential>& credential = auth.credential;
     _tds__GetDeviceInformation request;
     _tds__GetDeviceInformationResponse response;
     soap_default__tds__GetDeviceInformation(soap, &request);
-    authenticate(soap, credential, report.clockOffset);
-    if (soap_call___tds__GetDeviceInformation(soap, serviceUrl.c_str(), nullptr, &request, &response) !=
-        SOAP_OK) {
+    if (authenticated(auth, [&] {
+            return soap_call___tds__GetDeviceInformation(soap, serviceUrl.c_str(), nullptr, &request,
+                                                         &response);
+        }) != SOAP_OK) {
         if (isAuthFault(soap)) {
             report.auth = credential ? AuthResult::Refused : AuthResult::NoCredentials;
             report.error = credential ? "authentication failed" : "the camera needs credentials";
+            if (!auth.problem.empty()) report.error += ": " + auth.problem;
+            if (!credential && !options.credentialWithheld.empty())
+                report.error += "; " + options.credentialWithheld;
+            if (credential && !auth.digest.answered() && report.clockOffset != tokenClockOffset(report.clockOffset))
+                report.error +=
+                    ": the camera's clock is more than a day ahead of devlet's, so the UsernameToken was "
+                    "stamped with devlet's clock (set the camera's time)";
         } else {
             report.error = describeError(soap, "GetDeviceInformation");
             if (credential) report.auth = AuthResult::Refused;
@@ -281,6 +351,7 @@ void readDeviceInformation(struct soap* soap, const std::string& serviceUrl,
     }
     report.auth = credential ? AuthResult::Accepted : AuthResult::NoCredentials;
     if (credential) report.state = CameraState::UpWithAuth;
+    report.authScheme = auth.scheme;
     report.manufacturer = text(response.Manufacturer);
     report.model = text(response.Model);
     report.firmware = text(response.FirmwareVersion);
@@ -288,14 +359,15 @@ void readDeviceInformation(struct soap* soap, const std::string& serviceUrl,
     report.hardwareId = text(response.HardwareId);
 }
 
-void readNetworkInterfaces(struct soap* soap, const std::string& serviceUrl,
-                           const std::optional<Credential>& credential, CameraReport& report) {
+void readNetworkInterfaces(struct soap* soap, const std::string& serviceUrl, Authenticator& auth,
+                           CameraReport& report) {
     _tds__GetNetworkInterfaces request;
     _tds__GetNetworkInterfacesResponse response;
     soap_default__tds__GetNetworkInterfaces(soap, &request);
-    authenticate(soap, credential, report.clockOffset);
-    if (soap_call___tds__GetNetworkInterfaces(soap, serviceUrl.c_str(), nullptr, &request, &response) !=
-        SOAP_OK)
+    if (authenticated(auth, [&] {
+            return soap_call___tds__GetNetworkInterfaces(soap, serviceUrl.c_str(), nullptr, &request,
+                                                         &response);
+        }) != SOAP_OK)
         return;
     // Akri: the first interface's hardware address and first IPv4 address.
     for (int i = 0; i < response.__sizeNetworkInterfaces; ++i) {
@@ -313,14 +385,14 @@ void readNetworkInterfaces(struct soap* soap, const std::string& serviceUrl,
     }
 }
 
-void readProfiles(struct soap* soap, const std::optional<Credential>& credential, const QueryOptions& options,
+void readProfiles(struct soap* soap, Authenticator& auth, const QueryOptions& options,
                   CameraReport& report) {
     _trt__GetProfiles request;
     _trt__GetProfilesResponse response;
     soap_default__trt__GetProfiles(soap, &request);
-    authenticate(soap, credential, report.clockOffset);
-    if (soap_call___trt__GetProfiles(soap, report.mediaUrl.c_str(), nullptr, &request, &response) !=
-        SOAP_OK) {
+    if (authenticated(auth, [&] {
+            return soap_call___trt__GetProfiles(soap, report.mediaUrl.c_str(), nullptr, &request, &response);
+        }) != SOAP_OK) {
         if (report.error.empty()) report.error = describeError(soap, "GetProfiles");
         return;
     }
@@ -351,9 +423,10 @@ void readProfiles(struct soap* soap, const std::optional<Credential>& credential
         uriRequest.StreamSetup->Transport = soap_new_tt__Transport(soap);
         uriRequest.StreamSetup->Transport->Protocol = soap_strdup(soap, "RTSP");
         uriRequest.ProfileToken = soap_strdup(soap, profile.token.c_str());
-        authenticate(soap, credential, report.clockOffset);
-        if (soap_call___trt__GetStreamUri(soap, report.mediaUrl.c_str(), nullptr, &uriRequest,
-                                          &uriResponse) == SOAP_OK &&
+        if (authenticated(auth, [&] {
+                return soap_call___trt__GetStreamUri(soap, report.mediaUrl.c_str(), nullptr, &uriRequest,
+                                                     &uriResponse);
+            }) == SOAP_OK &&
             uriResponse.MediaUri && uriResponse.MediaUri->Uri) {
             profile.uri = withoutCredentials(text(uriResponse.MediaUri->Uri, 1024));
         }
@@ -405,15 +478,18 @@ CameraReport queryCamera(const std::string& serviceUrl, const std::optional<Cred
         return report;
     }
     if (!checkTime(soap.get(), serviceUrl, report) || cancelled()) return report;
-    readMediaUrl(soap.get(), serviceUrl, credential, report);
+    // Declared after the context: its destructor forgets the credential while the context lives.
+    Authenticator auth(soap.get(), credential, options.authScheme);
+    auth.clockOffset = report.clockOffset;
+    readMediaUrl(soap.get(), serviceUrl, auth, report);
     if (cancelled()) return report;
     // A camera may name an https media service beside an http device service.
     if (isHttps(report.mediaUrl) && !enableTls(soap.get(), tls)) report.mediaUrl = serviceUrl;
-    readDeviceInformation(soap.get(), serviceUrl, credential, report);
+    readDeviceInformation(soap.get(), serviceUrl, auth, options, report);
     if (report.auth == AuthResult::Refused || cancelled()) return report;
-    readNetworkInterfaces(soap.get(), serviceUrl, credential, report);
+    readNetworkInterfaces(soap.get(), serviceUrl, auth, report);
     if (cancelled()) return report;
-    readProfiles(soap.get(), credential, options, report);
+    readProfiles(soap.get(), auth, options, report);
     return report;
 }
 

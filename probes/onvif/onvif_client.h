@@ -29,6 +29,10 @@ struct QueryOptions {
     // requests go nowhere; past the last one a call finds no connection). This is how the
     // parsing of what cameras say is fuzzed without a network; the daemon leaves it unset.
     const std::vector<std::string>* playback = nullptr;
+    // What worked with this camera before (the previous report's authScheme): sent first.
+    AuthScheme authScheme = AuthScheme::Unknown;
+    // Why no credential is given although one exists (outside its scope): for the report.
+    std::string credentialWithheld;
 };
 
 // GetSystemDateAndTime only: the liveness check. Fills state, clockOffset and error.

@@ -17,6 +17,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -89,6 +90,39 @@ std::vector<unsigned> ipv6Interfaces(const std::vector<std::string>& names,
     }
     freeifaddrs(list);
     return indexes;
+}
+
+// The networks of the interfaces discovery uses (the configured ones, else every one that
+// is up and not loopback), IPv4 and IPv6: the directly attached subnets.
+std::vector<IpNetwork> attachedNetworks(const std::vector<std::string>& names) {
+    std::vector<IpNetwork> networks;
+    ifaddrs* list = nullptr;
+    if (getifaddrs(&list) != 0) return networks;
+    for (ifaddrs* i = list; i; i = i->ifa_next) {
+        if (!i->ifa_addr || !i->ifa_netmask || (i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0)
+            continue;
+        if (!names.empty() && std::find(names.begin(), names.end(), i->ifa_name) == names.end()) continue;
+        char text[INET6_ADDRSTRLEN] = {};
+        int prefix = 0;
+        if (i->ifa_addr->sa_family == AF_INET) {
+            const auto* in = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
+            const auto* mask = reinterpret_cast<const sockaddr_in*>(i->ifa_netmask);
+            inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+            prefix = __builtin_popcount(mask->sin_addr.s_addr);
+        } else if (i->ifa_addr->sa_family == AF_INET6) {
+            const auto* in = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
+            const auto* mask = reinterpret_cast<const sockaddr_in6*>(i->ifa_netmask);
+            inet_ntop(AF_INET6, &in->sin6_addr, text, sizeof text);
+            for (unsigned char byte : mask->sin6_addr.s6_addr) prefix += __builtin_popcount(byte);
+        } else {
+            continue;
+        }
+        std::string error;
+        if (auto network = IpNetwork::parse(std::string(text) + "/" + std::to_string(prefix), error))
+            networks.push_back(*network);
+    }
+    freeifaddrs(list);
+    return networks;
 }
 
 std::string interfaceName(unsigned index) {
@@ -278,7 +312,12 @@ private:
     void loadCredentials() {
         Outcome loaded = Outcome::ok();
         if (mode_.credential) {
-            credentials_ = CredentialStore::withDefault(*mode_.credential);
+            // `--user`: the addresses the command was pointed at (--target) and the subnets it
+            // probes by multicast; an answer naming any other address gets no credential.
+            std::vector<IpNetwork> networks = attachedNetworks(details_.interfaces);
+            for (const Ipv4Range& range : details_.unicastTargets) networks.push_back(IpNetwork::fromRange(range));
+            credentials_ = CredentialStore::withDefault(*mode_.credential, std::move(networks),
+                                                        "the --target ranges and the directly attached subnets");
         } else if (!details_.credentialsFile.empty()) {
             loaded = CredentialStore::load(details_.credentialsFile, credentials_);
         } else if (!details_.credential.empty()) {
@@ -653,7 +692,8 @@ private:
         }
     }
 
-    std::optional<Credential> credentialFor(const Camera& camera) const {
+    // The credential for the host the query contacts (the service URL's), within its scope.
+    CredentialChoice credentialFor(const Camera& camera) const {
         return credentials_.find(camera.observation.uuid, urlHost(camera.observation.serviceUrl),
                                  camera.observation.report.macAddress);
     }
@@ -664,8 +704,11 @@ private:
         camera.busy = true;
         QueryOptions options;
         options.cancelled = pool_->cancelled();
+        CredentialChoice choice = credentialFor(camera);
+        options.credentialWithheld = choice.withheld;
+        options.authScheme = camera.observation.report.authScheme;
         pool_->submit([channel = channel_, key, url = camera.observation.serviceUrl,
-                       credential = credentialFor(camera), options, this, alive = alive_] {
+                       credential = std::move(choice.credential), options, this, alive = alive_] {
             if (channel->closed) return;
             CameraReport result = queryCamera(url, credential, options);
             channel->post([this, alive, key, result = std::move(result)]() mutable {

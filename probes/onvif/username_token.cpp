@@ -52,6 +52,10 @@ std::string formatCreated(std::chrono::system_clock::time_point time) {
     return text;
 }
 
+std::chrono::milliseconds tokenClockOffset(std::chrono::milliseconds cameraOffset) {
+    return cameraOffset > kMaxClockLead ? std::chrono::milliseconds(0) : cameraOffset;
+}
+
 UsernameToken makeUsernameToken(const std::string& username, const std::string& password,
                                 std::chrono::milliseconds clockOffset) {
     std::string nonce(16, '\0');
@@ -62,7 +66,7 @@ UsernameToken makeUsernameToken(const std::string& username, const std::string& 
     }
     UsernameToken token;
     token.username = username;
-    token.created = formatCreated(std::chrono::system_clock::now() + clockOffset);
+    token.created = formatCreated(std::chrono::system_clock::now() + tokenClockOffset(clockOffset));
     token.nonce = base64Encode(nonce);
     token.passwordDigest = passwordDigest(nonce, token.created, password);
     return token;

@@ -3,6 +3,10 @@
 // start and Bye on SIGTERM, and serves the device and media calls devlet makes with gSOAP,
 // enforcing WS-Security UsernameToken PasswordDigest against its own (possibly wrong) clock.
 // --hostile MODE makes it misbehave instead (see usage). One thread, poll() on two sockets.
+// --auth digest-md5 or digest-sha256 makes it a camera that wants HTTP Digest (RFC 7616,
+// qop=auth) instead: a protected call without a valid Authorization header gets 401 and a
+// challenge, and a UsernameToken is not looked at. --record-credentials FILE appends a line
+// per request that carried a UsernameToken or an Authorization header (the sender and which).
 
 #include <algorithm>
 #include <chrono>
@@ -19,7 +23,10 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -55,6 +62,8 @@ struct Options {
     // left, 0 without one) and gets "bye <ns>" appended when the Bye leaves: benchmarks time
     // from these.
     std::string readyFile;
+    std::string auth = "usernametoken";  // or digest-md5, digest-sha256
+    std::string recordCredentials;        // a file: one line per request that carried credentials
     std::string hostile;  // "", udp-garbage, udp-wrong-relates, udp-many-xaddrs, udp-bomb, http-garbage,
                           // http-huge, http-silent, not-camera
 };
@@ -280,11 +289,106 @@ void serveRawHttp(int listener) {
     close(client);
 }
 
+// HTTP Digest, written here from RFC 7616 rather than taken from gSOAP's plugin: the camera
+// checks devlet's use of the plugin with an implementation of its own (curl checks this one).
+constexpr const char* kRealm = "SimCam";
+std::string authorization;        // the request's Authorization header
+std::vector<std::string> nonces;  // issued in challenges, newest last
+int (*defaultParseHeader)(struct soap*, const char*, const char*) = nullptr;
+int (*defaultPostHeader)(struct soap*, const char*, const char*) = nullptr;
+
+bool digestMode() {
+    return options.auth.starts_with("digest-");
+}
+
+std::string digestAlgorithm() {
+    return options.auth == "digest-sha256" ? "SHA-256" : "MD5";
+}
+
+std::string hexDigest(const std::string& text) {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned size = 0;
+    EVP_Digest(text.data(), text.size(), digest, &size,
+               options.auth == "digest-sha256" ? EVP_sha256() : EVP_md5(), nullptr);
+    std::string hex;
+    char byte[3];
+    for (unsigned i = 0; i < size; ++i) {
+        std::snprintf(byte, sizeof byte, "%02x", digest[i]);
+        hex += byte;
+    }
+    return hex;
+}
+
+// One parameter of a Digest header: name=value or name="value".
+std::string digestParameter(const std::string& header, const std::string& name) {
+    std::size_t at = 0;
+    while ((at = header.find(name + "=", at)) != std::string::npos) {
+        const bool start = at == 0 || header[at - 1] == ' ' || header[at - 1] == ',';
+        at += name.size() + 1;
+        if (!start) continue;
+        if (header[at] == '"') {
+            const auto end = header.find('"', at + 1);
+            return end == std::string::npos ? "" : header.substr(at + 1, end - at - 1);
+        }
+        return header.substr(at, header.find_first_of(", ", at) - at);
+    }
+    return "";
+}
+
+bool validDigest(struct soap* soap) {
+    if (!authorization.starts_with("Digest ")) return false;
+    const std::string header = authorization.substr(7);
+    auto get = [&](const char* name) { return digestParameter(header, name); };
+    const std::string nonce = get("nonce"), uri = get("uri"), nc = get("nc"), cnonce = get("cnonce");
+    if (get("username") != options.user || get("realm") != kRealm || get("qop") != "auth" ||
+        get("algorithm") != digestAlgorithm() || uri != soap->path || nc.empty() || cnonce.empty() ||
+        std::find(nonces.begin(), nonces.end(), nonce) == nonces.end())
+        return false;
+    const std::string ha1 = hexDigest(options.user + ":" + kRealm + ":" + options.password);
+    const std::string ha2 = hexDigest("POST:" + uri);
+    return get("response") == hexDigest(ha1 + ":" + nonce + ":" + nc + ":" + cnonce + ":auth:" + ha2);
+}
+
+int (*defaultParse)(struct soap*) = nullptr;
+
+// A client that knows Digest may first send an empty POST to be challenged (curl does): the
+// challenge comes before a body is looked for, as real cameras check it.
+int parseHttp(struct soap* soap) {
+    const int error = defaultParse(soap);
+    if (error || !digestMode() || options.user.empty() || soap->length != 0) return error;
+    return validDigest(soap) ? SOAP_OK : 401;
+}
+
+int parseHeader(struct soap* soap, const char* key, const char* value) {
+    if (!strcasecmp(key, "Authorization")) authorization = value;
+    return defaultParseHeader(soap, key, value);
+}
+
+// gSOAP answers 401 with a Basic challenge; a Digest camera sends its own.
+int postHeader(struct soap* soap, const char* key, const char* value) {
+    if (!key || strcmp(key, "WWW-Authenticate") != 0 || !digestMode()) return defaultPostHeader(soap, key, value);
+    unsigned char random[16];
+    RAND_bytes(random, sizeof random);
+    std::string nonce;
+    char byte[3];
+    for (unsigned char b : random) {
+        std::snprintf(byte, sizeof byte, "%02x", b);
+        nonce += byte;
+    }
+    nonces.push_back(nonce);
+    if (nonces.size() > 64) nonces.erase(nonces.begin());
+    const std::string challenge = std::string("Digest realm=\"") + kRealm + "\", qop=\"auth\", algorithm=" +
+                                  digestAlgorithm() + ", nonce=\"" + nonce + "\", opaque=\"simcam\"";
+    return defaultPostHeader(soap, key, challenge.c_str());
+}
+
 }  // namespace
 
-// The camera's checks: none for GetSystemDateAndTime and GetCapabilities, a UsernameToken for the rest.
+// The camera's checks: none for GetSystemDateAndTime and GetCapabilities, a UsernameToken (or
+// HTTP Digest) for the rest.
 int requireAuth(struct soap* soap) {
     if (options.user.empty()) return SOAP_OK;
+    if (digestMode()) return validDigest(soap) ? SOAP_OK : 401;
     const SOAP_ENV__Header* header = soap->header;
     const wsse__UsernameTokenType* token =
         header && header->wsse__Security ? header->wsse__Security->UsernameToken : nullptr;
@@ -480,6 +584,10 @@ int main(int argc, char** argv) {
             options.answerProbes = false;
         else if (arg == "--fail-every")
             options.failEvery = std::atoi(value().c_str());
+        else if (arg == "--auth")
+            options.auth = value();
+        else if (arg == "--record-credentials")
+            options.recordCredentials = value();
         else if (arg == "--hostile")
             options.hostile = value();
         else if (arg == "--ready-file")
@@ -491,6 +599,7 @@ int main(int argc, char** argv) {
                          "--password P]\n"
                          "  [--mac M] [--clock-offset S] [--hello] [--bye] [--answer-delay-ms N] "
                          "[--no-probe-answers] [--fail-every N]\n"
+                         "  [--auth usernametoken|digest-md5|digest-sha256] [--record-credentials FILE]\n"
                          "  [--hostile MODE] "
                          "[--ready-file F]\n";
             return 2;
@@ -524,6 +633,12 @@ int main(int argc, char** argv) {
             soap_print_fault(http, stderr);
             return 1;
         }
+        defaultParseHeader = http->fparsehdr;
+        defaultPostHeader = http->fposthdr;
+        http->fparsehdr = parseHeader;
+        defaultParse = http->fparse;
+        http->fparse = parseHttp;
+        http->fposthdr = postHeader;
         servers.push_back(http);
     }
     long long helloAt = 0;
@@ -559,7 +674,16 @@ int main(int argc, char** argv) {
                 continue;
             }
             if (soap_valid_socket(soap_accept(http))) {
+                authorization.clear();
+                http->header = nullptr;
                 if (options.tlsKeyFile.empty() || soap_ssl_accept(http) == SOAP_OK) soap_serve(http);
+                const bool token = http->header && http->header->wsse__Security &&
+                                   http->header->wsse__Security->UsernameToken;
+                if (!options.recordCredentials.empty() && (token || !authorization.empty()))
+                    appendLine(options.recordCredentials,
+                               std::string(http->host) + (token ? " UsernameToken" : "") +
+                                   (authorization.empty() ? "" : " Authorization"),
+                               false);
                 soap_destroy(http);
                 soap_end(http);
             }

@@ -35,13 +35,28 @@ TEST(UsernameToken, MatchesTheOnvifSpecificationExample) {
 }
 
 TEST(UsernameToken, CreatedUsesTheCameraClock) {
-    const auto token = makeUsernameToken("admin", "pw", std::chrono::hours(24 * 365 * 10));
+    // A camera that lost its time (ten years behind) gets tokens stamped with its clock.
+    const auto token = makeUsernameToken("admin", "pw", -std::chrono::hours(24 * 365 * 10));
     EXPECT_EQ(token.username, "admin");
     EXPECT_EQ(token.created.size(), 24u);
     EXPECT_EQ(token.created.back(), 'Z');
-    EXPECT_GT(token.created,
-              formatCreated(std::chrono::system_clock::now() + std::chrono::hours(24 * 365 * 9)));
+    EXPECT_LT(token.created,
+              formatCreated(std::chrono::system_clock::now() - std::chrono::hours(24 * 365 * 9)));
     EXPECT_EQ(token.passwordDigest, passwordDigest(base64Decode(token.nonce), token.created, "pw"));
+    // Hours ahead is a clock off, and used.
+    const auto ahead = makeUsernameToken("admin", "pw", std::chrono::hours(20));
+    EXPECT_GT(ahead.created, formatCreated(std::chrono::system_clock::now() + std::chrono::hours(19)));
+}
+
+TEST(UsernameToken, ACameraClockFarAheadIsNotUsed) {
+    // Whoever answers GetSystemDateAndTime chooses the offset: a token for ten years ahead
+    // would stay fresh for a replay until then. Stamped with our clock instead.
+    EXPECT_EQ(tokenClockOffset(std::chrono::hours(24 * 365 * 10)), std::chrono::milliseconds(0));
+    EXPECT_EQ(tokenClockOffset(kMaxClockLead + std::chrono::milliseconds(1)), std::chrono::milliseconds(0));
+    EXPECT_EQ(tokenClockOffset(kMaxClockLead), std::chrono::milliseconds(kMaxClockLead));
+    EXPECT_EQ(tokenClockOffset(-std::chrono::hours(24 * 365 * 30)), -std::chrono::hours(24 * 365 * 30));
+    const auto token = makeUsernameToken("admin", "pw", std::chrono::hours(24 * 365 * 10));
+    EXPECT_LT(token.created, formatCreated(std::chrono::system_clock::now() + std::chrono::hours(1)));
 }
 
 TEST(UsernameToken, Base64RoundTrips) {
@@ -215,21 +230,6 @@ TEST(StreamUri, CredentialsAreRemoved) {
     EXPECT_EQ(withoutCredentials("rtsp://host/a b"), "");
 }
 
-TEST(Credentials, DefaultAndPerCameraEntries) {
-    CredentialStore store;
-    ASSERT_TRUE(
-        CredentialStore::parse("default: {username: admin, password: d}\n"
-                               "cameras:\n"
-                               "  3FA1FE68-b915-4053-a3e1-ac15a21f5f91: {username: u1, password: p1}\n"
-                               "  192.0.2.11: {username: u2, password: p2}\n"
-                               "  00:11:22:aa:bb:cc: {username: u3, password: p3}\n",
-                               "test", store));
-    EXPECT_EQ(store.find("3fa1fe68-b915-4053-a3e1-ac15a21f5f91", "192.0.2.10", "")->username, "u1");
-    EXPECT_EQ(store.find("other", "192.0.2.11", "")->username, "u2");
-    EXPECT_EQ(store.find("other", "192.0.2.12", "00:11:22:AA:BB:CC")->username, "u3");
-    EXPECT_EQ(store.find("other", "192.0.2.12", "")->username, "admin");
-}
-
 TEST(Credentials, ErrorsNeverQuoteAPassword) {
     CredentialStore store;
     Outcome bad = CredentialStore::parse("default: {username: admin, pasword: hunter2}\n", "test", store);
@@ -245,7 +245,7 @@ TEST(Credentials, ErrorsNeverQuoteAPassword) {
 TEST(Credentials, FileReadableByOthersIsRefused) {
     test::TempDir dir;
     const std::string path = (dir.path() / "credentials.yaml").string();
-    test::writeFile(path, "default: {username: admin, password: pw}\n");
+    test::writeFile(path, "networks: [192.0.2.0/24]\ndefault: {username: admin, password: pw}\n");
     chmod(path.c_str(), 0644);
     CredentialStore store;
     Outcome refused = CredentialStore::load(path, store);
@@ -253,7 +253,7 @@ TEST(Credentials, FileReadableByOthersIsRefused) {
     EXPECT_NE(refused.error().find("chmod 600"), std::string::npos);
     chmod(path.c_str(), 0600);
     ASSERT_TRUE(CredentialStore::load(path, store));
-    EXPECT_EQ(store.find("", "", "")->username, "admin");
+    EXPECT_EQ(store.find("", "192.0.2.1", "").credential->username, "admin");
 }
 
 }  // namespace
