@@ -1,5 +1,6 @@
 #include "probes/onvif/onvif_details.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include <arpa/inet.h>
@@ -245,6 +246,94 @@ OnvifDetails parseOnvifDetails(const std::string& text, std::vector<DetailsProbl
     if (!details.credentialsFile.empty() && !details.credential.empty())
         problems.push_back({1, "credentialsFile and credential both name where credentials are: keep one"});
     return details;
+}
+
+namespace {
+
+constexpr const char* kNotUsed =
+    "; devlet does not take passwords from a configuration, whose text others may read and devlet may "
+    "show: it is not used, and cameras are queried without it. Put it in the credentials file "
+    "(discoveryDetails credentialsFile or credential) ";
+
+// The property names a JSON list names (["a", "b"]); empty when the text is not one.
+std::vector<std::string> namedProperties(const std::string& text) {
+    std::vector<std::string> names;
+    try {
+        const YAML::Node list = YAML::Load(text);
+        if (!list.IsSequence()) return names;
+        for (const auto& item : list) {
+            if (item.IsScalar()) names.push_back(item.Scalar());
+        }
+    } catch (const YAML::Exception&) {
+    }
+    return names;
+}
+
+// The username_ref and password_ref properties a device_credential_ref_list entry names:
+// {"<uuid>": {"username_ref": "...", "password_ref": "..."}}.
+std::vector<std::string> referencedProperties(const std::string& text) {
+    std::vector<std::string> names;
+    try {
+        const YAML::Node map = YAML::Load(text);
+        if (!map.IsMap()) return names;
+        for (const auto& device : map) {
+            if (!device.second.IsMap()) continue;
+            for (const char* key : {"username_ref", "password_ref"}) {
+                if (device.second[key] && device.second[key].IsScalar()) names.push_back(device.second[key].Scalar());
+            }
+        }
+    } catch (const YAML::Exception&) {
+    }
+    return names;
+}
+
+// Akri's per-device suffix is the uuid with '-' written as '_'.
+std::string uuidOfSuffix(std::string suffix) {
+    std::replace(suffix.begin(), suffix.end(), '_', '-');
+    return suffix;
+}
+
+}  // namespace
+
+std::vector<PropertyWarning> onvifPropertyWarnings(const std::map<std::string, std::string>& properties) {
+    // Which properties the lists make credential holders, and by which list.
+    std::map<std::string, std::string> listed;
+    for (const char* list : {"device_credential_list", "device_credential_ref_list"}) {
+        auto it = properties.find(list);
+        if (it == properties.end()) continue;
+        for (const std::string& name : namedProperties(it->second)) {
+            listed.emplace(name, list);
+            auto holder = properties.find(name);
+            if (std::string(list) == "device_credential_ref_list" && holder != properties.end()) {
+                for (const std::string& ref : referencedProperties(holder->second))
+                    listed.emplace(ref, "a device_credential_ref_list entry");
+            }
+        }
+    }
+    std::vector<PropertyWarning> warnings;
+    for (const auto& [name, value] : properties) {
+        std::string message;
+        if (name == "username_default" || name == "password_default") {
+            message = std::string("an Akri credential (the default)") + kNotUsed + "as default, beside networks (the addresses it may go to).";
+        } else if (name.starts_with("username_") || name.starts_with("password_")) {
+            message = "an Akri credential (for camera " + uuidOfSuffix(name.substr(9)) + ")" + kNotUsed +
+                      "under cameras with that uuid, beside networks (the addresses it may go to).";
+        } else if (name == "device_credential_list" || name == "device_credential_ref_list") {
+            const bool parsed = !namedProperties(value).empty();
+            message = std::string("Akri's list of credential properties") + kNotUsed +
+                      "under cameras, an entry per uuid, beside networks (passwords are plain text there: no "
+                      "base64encoded)." +
+                      (parsed ? "" : " It is also not a JSON list of property names.");
+        } else if (auto it = listed.find(name); it != listed.end()) {
+            message = "Akri credentials (named by " + it->second + ")" + kNotUsed +
+                      "under cameras, an entry per uuid, beside networks.";
+        } else {
+            message = "the onvif handler reads no discovery property (its settings are discoveryDetails); "
+                      "ignored";
+        }
+        warnings.push_back({name, message});
+    }
+    return warnings;
 }
 
 }  // namespace devlet::onvif

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,14 @@ inline constexpr std::uint64_t kMaxUnicastTargets = 65536;
 // Parses discoveryDetails; problems carry lines relative to the text. Empty text is all
 // defaults (Akri's handler needs no key either).
 OnvifDetails parseOnvifDetails(const std::string& text, std::vector<DetailsProblem>& problems);
+
+// A warning for every discoveryProperties entry, none of which the handler reads. Akri's
+// credential forms (username_default and password_default, username_<uuid> and
+// password_<uuid>, device_credential_list, device_credential_ref_list and the properties they
+// name) are refused with where the credential goes instead: a configuration's text is often
+// readable by others and may be shown, so devlet takes passwords only from a root-only
+// credentials file. No warning quotes a value.
+std::vector<PropertyWarning> onvifPropertyWarnings(const std::map<std::string, std::string>& properties);
 
 // "192.0.2.7" or "192.0.2.0/24" (the network and broadcast addresses of a range larger
 // than /31 are not probed). nullopt with `error` set when it is neither.

@@ -1001,6 +1001,10 @@ std::vector<DetailsProblem> OnvifHandler::check(const Configuration& configurati
     return problems;
 }
 
+std::vector<PropertyWarning> OnvifHandler::checkDiscoveryProperties(const Configuration& configuration) const {
+    return onvifPropertyWarnings(configuration.discoveryProperties);
+}
+
 std::unique_ptr<Probe> OnvifHandler::createProbe(const Configuration& configuration, asio::io_context& loop,
                                                  ProbeSink& sink) {
     std::vector<DetailsProblem> problems;

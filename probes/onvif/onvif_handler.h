@@ -26,6 +26,8 @@ public:
     ~OnvifHandler() override;
     std::string_view name() const override { return "onvif"; }
     std::vector<DetailsProblem> check(const Configuration& configuration) const override;
+    // Akri's credential properties are refused with the reason; every other one is ignored.
+    std::vector<PropertyWarning> checkDiscoveryProperties(const Configuration& configuration) const override;
     // Akri's old grace for shared instances: cameras flap.
     std::chrono::milliseconds defaultRemovalGrace() const override { return std::chrono::minutes(5); }
     std::unique_ptr<Probe> createProbe(const Configuration& configuration, boost::asio::io_context& loop,

@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -57,6 +59,7 @@ protected:
         ASSERT_TRUE(lab_->broken().empty()) << lab_->broken();
         credentials_ = (dir_.path() / "credentials.yaml").string();
         devlet::test::writeFile(credentials_,
+                                "networks: [192.0.2.0/24, 198.51.100.0/24, '2001:db8::/64']\n"
                                 "default: {username: admin, password: secret}\n"
                                 "cameras:\n"
                                 "  " +
@@ -451,6 +454,123 @@ TEST_F(OnvifProbeTest, ThirdPartyClientAgreesWithTheSimulatedCamera) {
     const std::string refused = lab_->output(
         "printf \"get profiles\\nquit\\n\" | timeout 20 onvif-util -u admin -p wrong 192.0.2.32");
     EXPECT_NE(refused.find("NotAuthorized"), std::string::npos) << refused;
+}
+
+// One pass over the segment and 198.51.100.0/24 with the configuration's credentials file:
+// each camera's state by uuid.
+std::map<std::string, CameraStatus> passStatuses(test::NetworkLab& lab, const std::string& credentials) {
+    EXPECT_TRUE(lab.enter());
+    OnvifPassRequest request;
+    request.configuration = "pass";
+    std::vector<DetailsProblem> problems;
+    request.details = parseOnvifDetails(
+        "interfaces: [br0]\nunicastTargets: [198.51.100.0/24]\ncredentialsFile: " + credentials + "\n", problems);
+    EXPECT_TRUE(problems.empty());
+    const std::vector<OnvifPassResult> results = runOnvifPass({request}, 60s, 4);
+    lab.leave();
+    std::map<std::string, CameraStatus> byUuid;
+    for (const CameraStatus& camera : results.at(0).cameras) byUuid[camera.uuid] = camera;
+    for (const std::string& problem : results.at(0).problems) ADD_FAILURE() << problem;
+    return byUuid;
+}
+
+std::string readAll(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Cameras that want HTTP Digest (MD5, SHA-256) and ignore UsernameTokens are queried in
+// full; the scheme each wanted is remembered.
+TEST_F(OnvifProbeTest, DigestOnlyCamerasAreUpWithAuth) {
+    const auto md5 = dir_.path() / "md5.log";
+    const auto sha256 = dir_.path() / "sha256.log";
+    camera(60, kUuidA, {"--auth", "digest-md5", "--record-credentials", md5.string()});
+    camera(61, kUuidB, {"--auth", "digest-sha256", "--record-credentials", sha256.string()});
+    camera(62, kUuidC, {"--auth", "digest-sha256", "--password", "changed"});
+    std::map<std::string, CameraStatus> byUuid = passStatuses(*lab_, credentials_);
+    ASSERT_EQ(byUuid.size(), 3u);
+    for (const char* uuid : {kUuidA, kUuidB}) {
+        EXPECT_EQ(byUuid.at(uuid).status, DeviceStatus::UpWithAuth) << uuid << ": " << byUuid.at(uuid).error;
+        EXPECT_EQ(byUuid.at(uuid).streams.size(), 2u) << uuid;
+        EXPECT_EQ(byUuid.at(uuid).manufacturer, "devlet") << uuid;
+    }
+    EXPECT_NE(readAll(md5).find("192.0.2.1 Authorization"), std::string::npos) << readAll(md5);
+    EXPECT_NE(readAll(sha256).find("192.0.2.1 Authorization"), std::string::npos) << readAll(sha256);
+    // The credentials file's default is for kUuidA and kUuidB; kUuidC's password differs.
+    EXPECT_EQ(byUuid.at(kUuidC).status, DeviceStatus::AuthenticationFailed) << byUuid.at(kUuidC).error;
+}
+
+// A Digest camera is queried again after it missed a liveness check: the second query sends
+// no UsernameToken (the first one learned that the camera wants Digest alone).
+TEST_F(OnvifProbeTest, TheSchemeThatWorkedIsRememberedForTheNextQuery) {
+    const auto log = dir_.path() / "digest.log";
+    camera(66, kUuidA, {"--auth", "digest-sha256", "--fail-every", "2", "--record-credentials", log.string()});
+    startProbe(details());
+    auto count = [&](const std::string& word) {
+        const std::string text = readAll(log);
+        std::size_t n = 0;
+        for (auto at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+        return n;
+    };
+    // Each full query makes five authenticated calls (device information, interfaces,
+    // profiles, two stream URIs).
+    ASSERT_TRUE(runUntil([&](const auto&) { return count("Authorization") >= 10; }, 60s)) << readAll(log);
+    EXPECT_EQ(count("UsernameToken"), 1u) << readAll(log);
+    ASSERT_NE(byUuid(kUuidA), nullptr) << describe();
+    EXPECT_EQ(byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI"), 1u) << describe();
+}
+
+// A camera outside the credentials file's networks is queried without credentials and says
+// why; an entry by IP address reaches its address even outside them.
+TEST_F(OnvifProbeTest, CameraOutsideTheCredentialScopeGetsNoCredential) {
+    const std::string scoped = (dir_.path() / "scoped.yaml").string();
+    devlet::test::writeFile(scoped,
+                            "networks: [192.0.2.0/24]\n"
+                            "default: {username: admin, password: secret}\n"
+                            "cameras:\n"
+                            "  " + std::string(kUuidB) + ": {username: admin, password: secret}\n"
+                            "  198.51.100.52: {username: admin, password: secret}\n");
+    chmod(scoped.c_str(), 0600);
+    const auto inside = dir_.path() / "inside.log";
+    const auto outside = dir_.path() / "outside.log";
+    const auto byAddress = dir_.path() / "address.log";
+    camera(63, kUuidA, {"--record-credentials", inside.string()});
+    camera(50, kUuidB, {"--record-credentials", outside.string()}, true);
+    camera(52, kUuidC, {"--auth", "digest-md5", "--record-credentials", byAddress.string()}, true);
+    std::map<std::string, CameraStatus> byUuid = passStatuses(*lab_, scoped);
+    ASSERT_EQ(byUuid.size(), 3u);
+    EXPECT_EQ(byUuid.at(kUuidA).status, DeviceStatus::UpWithAuth) << byUuid.at(kUuidA).error;
+    EXPECT_FALSE(readAll(inside).empty());
+    EXPECT_EQ(byUuid.at(kUuidB).status, DeviceStatus::UpWithoutAuth);
+    EXPECT_NE(byUuid.at(kUuidB).error.find("no credential for this address: outside the credentials file's networks"),
+              std::string::npos)
+        << byUuid.at(kUuidB).error;
+    EXPECT_FALSE(std::filesystem::exists(outside)) << readAll(outside);
+    EXPECT_EQ(byUuid.at(kUuidC).status, DeviceStatus::UpWithAuth) << byUuid.at(kUuidC).error;
+    EXPECT_FALSE(readAll(byAddress).empty());
+}
+
+// curl, a third-party HTTP Digest client, logs in to the simulated Digest cameras (MD5 and
+// SHA-256) and is refused with a wrong password: the simulator's Digest is RFC 7616's.
+TEST_F(OnvifProbeTest, ThirdPartyDigestClientAgreesWithTheSimulatedCamera) {
+    if (access("/usr/bin/curl", X_OK) != 0) GTEST_SKIP() << "skipped: curl is not installed";
+    camera(64, kUuidA, {"--auth", "digest-md5"});
+    camera(65, kUuidB, {"--auth", "digest-sha256"});
+    const std::string body = (dir_.path() / "request.xml").string();
+    devlet::test::writeFile(body,
+                            "<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://www.w3.org/2003/05/soap-envelope\" "
+                            "xmlns:tds=\"http://www.onvif.org/ver10/device/wsdl\"><s:Body><tds:GetDeviceInformation/>"
+                            "</s:Body></s:Envelope>");
+    for (int host : {64, 65}) {
+        const std::string url = "http://192.0.2." + std::to_string(host) + ":8080/onvif/device_service";
+        const std::string curl = "timeout 20 curl -s -H Content-Type:application/soap+xml -d @" + body + " ";
+        const std::string plain = lab_->output(curl + "-o /dev/null -w %{http_code} " + url);
+        EXPECT_EQ(plain, "401") << host;
+        const std::string answer = lab_->output(curl + "--digest -u admin:secret " + url);
+        EXPECT_NE(answer.find("<tds:Manufacturer>devlet</tds:Manufacturer>"), std::string::npos) << answer;
+        const std::string wrong = lab_->output(curl + "--digest -u admin:wrong -o /dev/null -w %{http_code} " + url);
+        EXPECT_EQ(wrong, "401") << host;
+    }
 }
 
 TEST_F(OnvifProbeTest, HostileRespondersDoNotStopDiscovery) {
