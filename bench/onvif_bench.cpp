@@ -196,7 +196,9 @@ public:
             [this](const std::string& resource, const v1beta1::ListAndWatchResponse& response,
                    Clock::time_point receivedAt) { tracker.observe(resource, response, receivedAt); });
         const std::string credentials = (dir_.path() / "credentials.yaml").string();
-        test::writeFile(credentials, "default: {username: admin, password: secret}\n");
+        test::writeFile(
+            credentials,
+            "networks: [192.0.2.0/24, 198.51.100.0/24]\ndefault: {username: admin, password: secret}\n");
         chmod(credentials.c_str(), 0600);
         std::string indented;
         std::istringstream lines(details + "credentialsFile: " + credentials + "\n");

@@ -99,8 +99,9 @@ std::optional<IpNetwork> IpNetwork::parse(const std::string& text, std::string& 
     int prefix = v4 ? 32 : 128;
     if (slash != std::string::npos) {
         const std::string digits = text.substr(slash + 1);
-        const bool numeric = !digits.empty() && digits.size() <= 3 &&
-                             std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); });
+        const bool numeric =
+            !digits.empty() && digits.size() <= 3 &&
+            std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); });
         prefix = numeric ? std::stoi(digits) : -1;
         if (prefix < 0 || prefix > (v4 ? 32 : 128)) {
             error = "\"" + text + "\": the prefix length must be 0 to " + (v4 ? "32" : "128");
@@ -168,9 +169,11 @@ Outcome CredentialStore::parse(const std::string& text, const std::string& where
             } else if (key == "networks") {
                 networksGiven = true;
                 if (!entry.second.IsSequence())
-                    return Outcome::failure(where + ": networks must be a list of networks (e.g. [192.0.2.0/24])");
+                    return Outcome::failure(where +
+                                            ": networks must be a list of networks (e.g. [192.0.2.0/24])");
                 for (const auto& item : entry.second) {
-                    if (!item.IsScalar()) return Outcome::failure(where + ": networks must be a list of strings");
+                    if (!item.IsScalar())
+                        return Outcome::failure(where + ": networks must be a list of strings");
                     auto network = IpNetwork::parse(item.Scalar(), error);
                     if (!network) {
                         error = "networks: " + error;

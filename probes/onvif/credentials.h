@@ -74,7 +74,7 @@ public:
 
 private:
     std::optional<Credential> default_;
-    std::map<std::string, Credential> cameras_;                       // by uuid or MAC, lower case
+    std::map<std::string, Credential> cameras_;                     // by uuid or MAC, lower case
     std::map<std::array<std::uint8_t, 16>, Credential> byAddress_;  // by IP address
     std::vector<IpNetwork> networks_;
     std::string scope_ = "the credentials file's networks";

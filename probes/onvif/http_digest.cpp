@@ -1,6 +1,7 @@
 #include "probes/onvif/http_digest.h"
 
 #include <cstring>
+
 #include <strings.h>
 
 #include "httpda.h"
@@ -132,8 +133,9 @@ bool HttpDigest::answer(const Credential& credential, std::string& problem) {
         return false;
     }
     if (!challenged_ || !soap_->authrealm || !data->nonce) {
-        problem = "the camera's HTTP Digest challenge has no realm or nonce, or an algorithm devlet does not "
-                  "support";
+        problem =
+            "the camera's HTTP Digest challenge has no realm or nonce, or an algorithm devlet does not "
+            "support";
         return false;
     }
     const char* algorithm = data->alg ? data->alg : "MD5";

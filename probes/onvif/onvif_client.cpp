@@ -339,7 +339,8 @@ void readDeviceInformation(struct soap* soap, const std::string& serviceUrl, Aut
             if (!auth.problem.empty()) report.error += ": " + auth.problem;
             if (!credential && !options.credentialWithheld.empty())
                 report.error += "; " + options.credentialWithheld;
-            if (credential && !auth.digest.answered() && report.clockOffset != tokenClockOffset(report.clockOffset))
+            if (credential && !auth.digest.answered() &&
+                report.clockOffset != tokenClockOffset(report.clockOffset))
                 report.error +=
                     ": the camera's clock is more than a day ahead of devlet's, so the UsernameToken was "
                     "stamped with devlet's clock (set the camera's time)";
@@ -385,8 +386,7 @@ void readNetworkInterfaces(struct soap* soap, const std::string& serviceUrl, Aut
     }
 }
 
-void readProfiles(struct soap* soap, Authenticator& auth, const QueryOptions& options,
-                  CameraReport& report) {
+void readProfiles(struct soap* soap, Authenticator& auth, const QueryOptions& options, CameraReport& report) {
     _trt__GetProfiles request;
     _trt__GetProfilesResponse response;
     soap_default__trt__GetProfiles(soap, &request);
@@ -423,10 +423,11 @@ void readProfiles(struct soap* soap, Authenticator& auth, const QueryOptions& op
         uriRequest.StreamSetup->Transport = soap_new_tt__Transport(soap);
         uriRequest.StreamSetup->Transport->Protocol = soap_strdup(soap, "RTSP");
         uriRequest.ProfileToken = soap_strdup(soap, profile.token.c_str());
-        if (authenticated(auth, [&] {
-                return soap_call___trt__GetStreamUri(soap, report.mediaUrl.c_str(), nullptr, &uriRequest,
-                                                     &uriResponse);
-            }) == SOAP_OK &&
+        if (authenticated(auth,
+                          [&] {
+                              return soap_call___trt__GetStreamUri(soap, report.mediaUrl.c_str(), nullptr,
+                                                                   &uriRequest, &uriResponse);
+                          }) == SOAP_OK &&
             uriResponse.MediaUri && uriResponse.MediaUri->Uri) {
             profile.uri = withoutCredentials(text(uriResponse.MediaUri->Uri, 1024));
         }

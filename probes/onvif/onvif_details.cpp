@@ -279,7 +279,8 @@ std::vector<std::string> referencedProperties(const std::string& text) {
         for (const auto& device : map) {
             if (!device.second.IsMap()) continue;
             for (const char* key : {"username_ref", "password_ref"}) {
-                if (device.second[key] && device.second[key].IsScalar()) names.push_back(device.second[key].Scalar());
+                if (device.second[key] && device.second[key].IsScalar())
+                    names.push_back(device.second[key].Scalar());
             }
         }
     } catch (const YAML::Exception&) {
@@ -314,7 +315,8 @@ std::vector<PropertyWarning> onvifPropertyWarnings(const std::map<std::string, s
     for (const auto& [name, value] : properties) {
         std::string message;
         if (name == "username_default" || name == "password_default") {
-            message = std::string("an Akri credential (the default)") + kNotUsed + "as default, beside networks (the addresses it may go to).";
+            message = std::string("an Akri credential (the default)") + kNotUsed +
+                      "as default, beside networks (the addresses it may go to).";
         } else if (name.starts_with("username_") || name.starts_with("password_")) {
             message = "an Akri credential (for camera " + uuidOfSuffix(name.substr(9)) + ")" + kNotUsed +
                       "under cameras with that uuid, beside networks (the addresses it may go to).";
@@ -328,8 +330,9 @@ std::vector<PropertyWarning> onvifPropertyWarnings(const std::map<std::string, s
             message = "Akri credentials (named by " + it->second + ")" + kNotUsed +
                       "under cameras, an entry per uuid, beside networks.";
         } else {
-            message = "the onvif handler reads no discovery property (its settings are discoveryDetails); "
-                      "ignored";
+            message =
+                "the onvif handler reads no discovery property (its settings are discoveryDetails); "
+                "ignored";
         }
         warnings.push_back({name, message});
     }

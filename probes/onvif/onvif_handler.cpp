@@ -10,6 +10,7 @@
 #include <set>
 #include <utility>
 
+#include <arpa/inet.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/multicast.hpp>
 #include <boost/asio/ip/udp.hpp>
@@ -17,7 +18,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -99,7 +99,8 @@ std::vector<IpNetwork> attachedNetworks(const std::vector<std::string>& names) {
     ifaddrs* list = nullptr;
     if (getifaddrs(&list) != 0) return networks;
     for (ifaddrs* i = list; i; i = i->ifa_next) {
-        if (!i->ifa_addr || !i->ifa_netmask || (i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0)
+        if (!i->ifa_addr || !i->ifa_netmask || (i->ifa_flags & IFF_UP) == 0 ||
+            (i->ifa_flags & IFF_LOOPBACK) != 0)
             continue;
         if (!names.empty() && std::find(names.begin(), names.end(), i->ifa_name) == names.end()) continue;
         char text[INET6_ADDRSTRLEN] = {};
@@ -315,9 +316,11 @@ private:
             // `--user`: the addresses the command was pointed at (--target) and the subnets it
             // probes by multicast; an answer naming any other address gets no credential.
             std::vector<IpNetwork> networks = attachedNetworks(details_.interfaces);
-            for (const Ipv4Range& range : details_.unicastTargets) networks.push_back(IpNetwork::fromRange(range));
-            credentials_ = CredentialStore::withDefault(*mode_.credential, std::move(networks),
-                                                        "the --target ranges and the directly attached subnets");
+            for (const Ipv4Range& range : details_.unicastTargets)
+                networks.push_back(IpNetwork::fromRange(range));
+            credentials_ =
+                CredentialStore::withDefault(*mode_.credential, std::move(networks),
+                                             "the --target ranges and the directly attached subnets");
         } else if (!details_.credentialsFile.empty()) {
             loaded = CredentialStore::load(details_.credentialsFile, credentials_);
         } else if (!details_.credential.empty()) {
@@ -1001,7 +1004,8 @@ std::vector<DetailsProblem> OnvifHandler::check(const Configuration& configurati
     return problems;
 }
 
-std::vector<PropertyWarning> OnvifHandler::checkDiscoveryProperties(const Configuration& configuration) const {
+std::vector<PropertyWarning> OnvifHandler::checkDiscoveryProperties(
+    const Configuration& configuration) const {
     return onvifPropertyWarnings(configuration.discoveryProperties);
 }
 

@@ -25,7 +25,7 @@ protected:
         ASSERT_TRUE(lab_->broken().empty()) << lab_->broken();
         DaemonTest::SetUp();
         const std::string credentials = (dir_.path() / "onvif-credentials.yaml").string();
-        writeFile(credentials, "default: {username: admin, password: secret}\n");
+        writeFile(credentials, "networks: [192.0.2.0/24]\ndefault: {username: admin, password: secret}\n");
         chmod(credentials.c_str(), 0600);
         writeFile(daemon_->confDir() / "onvif.yaml",
                   "apiVersion: akri.sh/v0\n"

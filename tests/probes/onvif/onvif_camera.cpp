@@ -63,7 +63,7 @@ struct Options {
     // from these.
     std::string readyFile;
     std::string auth = "usernametoken";  // or digest-md5, digest-sha256
-    std::string recordCredentials;        // a file: one line per request that carried credentials
+    std::string recordCredentials;       // a file: one line per request that carried credentials
     std::string hostile;  // "", udp-garbage, udp-wrong-relates, udp-many-xaddrs, udp-bomb, http-garbage,
                           // http-huge, http-silent, not-camera
 };
@@ -366,7 +366,8 @@ int parseHeader(struct soap* soap, const char* key, const char* value) {
 
 // gSOAP answers 401 with a Basic challenge; a Digest camera sends its own.
 int postHeader(struct soap* soap, const char* key, const char* value) {
-    if (!key || strcmp(key, "WWW-Authenticate") != 0 || !digestMode()) return defaultPostHeader(soap, key, value);
+    if (!key || strcmp(key, "WWW-Authenticate") != 0 || !digestMode())
+        return defaultPostHeader(soap, key, value);
     unsigned char random[16];
     RAND_bytes(random, sizeof random);
     std::string nonce;
@@ -377,8 +378,9 @@ int postHeader(struct soap* soap, const char* key, const char* value) {
     }
     nonces.push_back(nonce);
     if (nonces.size() > 64) nonces.erase(nonces.begin());
-    const std::string challenge = std::string("Digest realm=\"") + kRealm + "\", qop=\"auth\", algorithm=" +
-                                  digestAlgorithm() + ", nonce=\"" + nonce + "\", opaque=\"simcam\"";
+    const std::string challenge = std::string("Digest realm=\"") + kRealm +
+                                  "\", qop=\"auth\", algorithm=" + digestAlgorithm() + ", nonce=\"" + nonce +
+                                  "\", opaque=\"simcam\"";
     return defaultPostHeader(soap, key, challenge.c_str());
 }
 

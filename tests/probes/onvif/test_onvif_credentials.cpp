@@ -43,7 +43,8 @@ TEST(Credentials, EntriesInsideTheNetworks) {
 TEST(Credentials, UuidMacAndDefaultStayInsideTheNetworks) {
     CredentialStore store = parsed("networks: [192.0.2.0/24, '2001:db8::/64']\n" + kEntries);
     // A spoofer elsewhere announcing the camera's uuid, or claiming its MAC address.
-    const std::string outside = "none: no credential for this address: outside the credentials file's networks";
+    const std::string outside =
+        "none: no credential for this address: outside the credentials file's networks";
     EXPECT_EQ(userFor(store, kUuid, "192.0.3.10"), outside);
     EXPECT_EQ(userFor(store, "other", "203.0.113.9", "00:11:22:aa:bb:cc"), outside);
     EXPECT_EQ(userFor(store, "other", "192.0.3.1"), outside);
@@ -70,9 +71,10 @@ TEST(Credentials, EntriesByAddressAloneNeedNoNetworks) {
 }
 
 TEST(Credentials, EntriesThatNeedNetworksWithoutThemRefuseTheFile) {
-    for (const std::string& text : {std::string("default: {username: admin, password: d}\n"),
-                                   std::string("cameras:\n  ") + kUuid + ": {username: u, password: p}\n",
-                                   std::string("cameras:\n  00:11:22:aa:bb:cc: {username: u, password: p}\n")}) {
+    for (const std::string& text :
+         {std::string("default: {username: admin, password: d}\n"),
+          std::string("cameras:\n  ") + kUuid + ": {username: u, password: p}\n",
+          std::string("cameras:\n  00:11:22:aa:bb:cc: {username: u, password: p}\n")}) {
         CredentialStore store;
         Outcome outcome = CredentialStore::parse(text, "creds.yaml", store);
         ASSERT_FALSE(outcome) << text;
@@ -85,8 +87,9 @@ TEST(Credentials, EntriesThatNeedNetworksWithoutThemRefuseTheFile) {
 }
 
 TEST(Credentials, BadNetworksAreRefusedClearly) {
-    for (const char* text : {"networks: 192.0.2.0/24\n", "networks: [192.0.2.0/33]\n", "networks: ['2001:db8::/129']\n",
-                             "networks: [camera.example]\n", "networks: [192.0.2.0/x]\n", "networks: [[1]]\n"}) {
+    for (const char* text :
+         {"networks: 192.0.2.0/24\n", "networks: [192.0.2.0/33]\n", "networks: ['2001:db8::/129']\n",
+          "networks: [camera.example]\n", "networks: [192.0.2.0/x]\n", "networks: [[1]]\n"}) {
         CredentialStore store;
         Outcome outcome = CredentialStore::parse(text, "creds.yaml", store);
         ASSERT_FALSE(outcome) << text;
@@ -124,7 +127,8 @@ TEST(Credentials, TheCommandLineDefaultHasItsOwnScope) {
     CredentialStore store = CredentialStore::withDefault(
         Credential{"admin", "pw"}, {*IpNetwork::parse("192.0.2.0/24", error)}, "the --target ranges");
     EXPECT_EQ(userFor(store, kUuid, "192.0.2.9"), "admin");
-    EXPECT_EQ(userFor(store, kUuid, "198.51.100.9"), "none: no credential for this address: outside the --target ranges");
+    EXPECT_EQ(userFor(store, kUuid, "198.51.100.9"),
+              "none: no credential for this address: outside the --target ranges");
 }
 
 TEST(Credentials, UnknownKeysAreRefusedWithoutTheirValues) {

@@ -155,11 +155,13 @@ TEST(OnvifProperties, AkriCredentialFormsAreRefusedWithoutShowingThem) {
         {"username_3fa1fe68_b915_4053_a3e1_ac15a21f5f91", "viewer"},
         {"password_3fa1fe68_b915_4053_a3e1_ac15a21f5f91", "hunter3"},
         {"device_credential_list", "[\"cams\"]"},
-        {"cams", "{\"3fa1fe68-b915-4053-a3e1-ac15a21f5f91\": {\"username\": \"u\", \"password\": \"aHVudGVyNA==\", "
-                 "\"base64encoded\": true}}"},
+        {"cams",
+         "{\"3fa1fe68-b915-4053-a3e1-ac15a21f5f91\": {\"username\": \"u\", \"password\": \"aHVudGVyNA==\", "
+         "\"base64encoded\": true}}"},
         {"device_credential_ref_list", "[\"refs\"]"},
-        {"refs", "{\"3fa1fe68-b915-4053-a3e1-ac15a21f5f91\": {\"username_ref\": \"cam_user\", \"password_ref\": "
-                 "\"cam_pass\"}}"},
+        {"refs",
+         "{\"3fa1fe68-b915-4053-a3e1-ac15a21f5f91\": {\"username_ref\": \"cam_user\", \"password_ref\": "
+         "\"cam_pass\"}}"},
         {"cam_user", "u"},
         {"cam_pass", "hunter5"},
         {"brightness", "7"},
@@ -175,17 +177,19 @@ TEST(OnvifProperties, AkriCredentialFormsAreRefusedWithoutShowingThem) {
     for (const char* name : {"username_default", "password_default"})
         EXPECT_NE(byName.at(name).find("it is not used"), std::string::npos) << byName.at(name);
     EXPECT_NE(byName.at("username_default").find("as default"), std::string::npos);
-    EXPECT_NE(byName.at("password_3fa1fe68_b915_4053_a3e1_ac15a21f5f91").find("3fa1fe68-b915-4053-a3e1-ac15a21f5f91"),
+    EXPECT_NE(byName.at("password_3fa1fe68_b915_4053_a3e1_ac15a21f5f91")
+                  .find("3fa1fe68-b915-4053-a3e1-ac15a21f5f91"),
               std::string::npos);
-    for (const char* name : {"device_credential_list", "device_credential_ref_list", "cams", "refs", "cam_user",
-                             "cam_pass"})
+    for (const char* name :
+         {"device_credential_list", "device_credential_ref_list", "cams", "refs", "cam_user", "cam_pass"})
         EXPECT_NE(byName.at(name).find("not used"), std::string::npos) << name << ": " << byName.at(name);
     EXPECT_NE(byName.at("brightness").find("ignored"), std::string::npos);
     EXPECT_EQ(byName.at("brightness").find("credential"), std::string::npos);
 }
 
 TEST(OnvifProperties, AMalformedCredentialListIsSaidToBeOne) {
-    const std::vector<PropertyWarning> warnings = onvifPropertyWarnings({{"device_credential_list", "[oops"}});
+    const std::vector<PropertyWarning> warnings =
+        onvifPropertyWarnings({{"device_credential_list", "[oops"}});
     ASSERT_EQ(warnings.size(), 1u);
     EXPECT_NE(warnings[0].message.find("not a JSON list"), std::string::npos) << warnings[0].message;
 }

@@ -464,7 +464,8 @@ std::map<std::string, CameraStatus> passStatuses(test::NetworkLab& lab, const st
     request.configuration = "pass";
     std::vector<DetailsProblem> problems;
     request.details = parseOnvifDetails(
-        "interfaces: [br0]\nunicastTargets: [198.51.100.0/24]\ncredentialsFile: " + credentials + "\n", problems);
+        "interfaces: [br0]\nunicastTargets: [198.51.100.0/24]\ncredentialsFile: " + credentials + "\n",
+        problems);
     EXPECT_TRUE(problems.empty());
     const std::vector<OnvifPassResult> results = runOnvifPass({request}, 60s, 4);
     lab.leave();
@@ -504,7 +505,8 @@ TEST_F(OnvifProbeTest, DigestOnlyCamerasAreUpWithAuth) {
 // no UsernameToken (the first one learned that the camera wants Digest alone).
 TEST_F(OnvifProbeTest, TheSchemeThatWorkedIsRememberedForTheNextQuery) {
     const auto log = dir_.path() / "digest.log";
-    camera(66, kUuidA, {"--auth", "digest-sha256", "--fail-every", "2", "--record-credentials", log.string()});
+    camera(66, kUuidA,
+           {"--auth", "digest-sha256", "--fail-every", "2", "--record-credentials", log.string()});
     startProbe(details());
     auto count = [&](const std::string& word) {
         const std::string text = readAll(log);
@@ -528,8 +530,10 @@ TEST_F(OnvifProbeTest, CameraOutsideTheCredentialScopeGetsNoCredential) {
                             "networks: [192.0.2.0/24]\n"
                             "default: {username: admin, password: secret}\n"
                             "cameras:\n"
-                            "  " + std::string(kUuidB) + ": {username: admin, password: secret}\n"
-                            "  198.51.100.52: {username: admin, password: secret}\n");
+                            "  " +
+                                std::string(kUuidB) +
+                                ": {username: admin, password: secret}\n"
+                                "  198.51.100.52: {username: admin, password: secret}\n");
     chmod(scoped.c_str(), 0600);
     const auto inside = dir_.path() / "inside.log";
     const auto outside = dir_.path() / "outside.log";
@@ -542,7 +546,8 @@ TEST_F(OnvifProbeTest, CameraOutsideTheCredentialScopeGetsNoCredential) {
     EXPECT_EQ(byUuid.at(kUuidA).status, DeviceStatus::UpWithAuth) << byUuid.at(kUuidA).error;
     EXPECT_FALSE(readAll(inside).empty());
     EXPECT_EQ(byUuid.at(kUuidB).status, DeviceStatus::UpWithoutAuth);
-    EXPECT_NE(byUuid.at(kUuidB).error.find("no credential for this address: outside the credentials file's networks"),
+    EXPECT_NE(byUuid.at(kUuidB).error.find(
+                  "no credential for this address: outside the credentials file's networks"),
               std::string::npos)
         << byUuid.at(kUuidB).error;
     EXPECT_FALSE(std::filesystem::exists(outside)) << readAll(outside);
@@ -557,10 +562,11 @@ TEST_F(OnvifProbeTest, ThirdPartyDigestClientAgreesWithTheSimulatedCamera) {
     camera(64, kUuidA, {"--auth", "digest-md5"});
     camera(65, kUuidB, {"--auth", "digest-sha256"});
     const std::string body = (dir_.path() / "request.xml").string();
-    devlet::test::writeFile(body,
-                            "<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://www.w3.org/2003/05/soap-envelope\" "
-                            "xmlns:tds=\"http://www.onvif.org/ver10/device/wsdl\"><s:Body><tds:GetDeviceInformation/>"
-                            "</s:Body></s:Envelope>");
+    devlet::test::writeFile(
+        body,
+        "<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://www.w3.org/2003/05/soap-envelope\" "
+        "xmlns:tds=\"http://www.onvif.org/ver10/device/wsdl\"><s:Body><tds:GetDeviceInformation/>"
+        "</s:Body></s:Envelope>");
     for (int host : {64, 65}) {
         const std::string url = "http://192.0.2." + std::to_string(host) + ":8080/onvif/device_service";
         const std::string curl = "timeout 20 curl -s -H Content-Type:application/soap+xml -d @" + body + " ";
@@ -568,7 +574,8 @@ TEST_F(OnvifProbeTest, ThirdPartyDigestClientAgreesWithTheSimulatedCamera) {
         EXPECT_EQ(plain, "401") << host;
         const std::string answer = lab_->output(curl + "--digest -u admin:secret " + url);
         EXPECT_NE(answer.find("<tds:Manufacturer>devlet</tds:Manufacturer>"), std::string::npos) << answer;
-        const std::string wrong = lab_->output(curl + "--digest -u admin:wrong -o /dev/null -w %{http_code} " + url);
+        const std::string wrong =
+            lab_->output(curl + "--digest -u admin:wrong -o /dev/null -w %{http_code} " + url);
         EXPECT_EQ(wrong, "401") << host;
     }
 }
