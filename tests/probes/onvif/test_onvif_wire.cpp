@@ -256,5 +256,101 @@ TEST(Credentials, FileReadableByOthersIsRefused) {
     EXPECT_EQ(store.find("", "192.0.2.1", "").credential->username, "admin");
 }
 
+// HTTP Digest, with a camera's answers played back (QueryOptions::playback) in call order.
+std::string soapAnswer(const std::string& status, const std::string& body) {
+    const std::string envelope =
+        "<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://www.w3.org/2003/05/soap-envelope\" "
+        "xmlns:tds=\"http://www.onvif.org/ver10/device/wsdl\" xmlns:tt=\"http://www.onvif.org/ver10/schema\" "
+        "xmlns:ter=\"http://www.onvif.org/ver10/error\"><s:Body>" +
+        body + "</s:Body></s:Envelope>";
+    return "HTTP/1.1 " + status +
+           "\r\nContent-Type: application/soap+xml\r\nContent-Length: " + std::to_string(envelope.size()) +
+           "\r\n\r\n" + envelope;
+}
+
+const std::string kTime = soapAnswer("200 OK",
+                                     "<tds:GetSystemDateAndTimeResponse><tds:SystemDateAndTime/>"
+                                     "</tds:GetSystemDateAndTimeResponse>");
+const std::string kCapabilities = soapAnswer(
+    "200 OK",
+    "<tds:GetCapabilitiesResponse><tds:Capabilities><tt:Media><tt:XAddr>http://192.0.2.10/onvif/media"
+    "</tt:XAddr></tt:Media></tds:Capabilities></tds:GetCapabilitiesResponse>");
+const std::string kDeviceInformation =
+    soapAnswer("200 OK",
+               "<tds:GetDeviceInformationResponse><tds:Manufacturer>Acme</tds:Manufacturer>"
+               "</tds:GetDeviceInformationResponse>");
+const std::string kNotAuthorized =
+    soapAnswer("400 Bad Request",
+               "<s:Fault><s:Code><s:Value>s:Sender</s:Value><s:Subcode><s:Value>"
+               "ter:NotAuthorized</s:Value></s:Subcode></s:Code><s:Reason><s:Text "
+               "xml:lang=\"en\">Sender not Authorized</s:Text></s:Reason></s:Fault>");
+
+std::string challenge(const std::string& parameters) {
+    return "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Digest realm=\"cam\", nonce=\"6d2f1a\", " +
+           parameters + "\r\nContent-Length: 0\r\n\r\n";
+}
+
+CameraReport played(const std::vector<std::string>& answers, AuthScheme known = AuthScheme::Unknown) {
+    QueryOptions options;
+    options.playback = &answers;
+    options.authScheme = known;
+    return queryCamera("http://192.0.2.10/onvif/device_service", Credential{"admin", "pw-Secret"}, options);
+}
+
+TEST(HttpDigest, AChallengeIsAnsweredWithDigestAlone) {
+    for (const char* algorithm : {"MD5", "SHA-256", "MD5-sess"}) {
+        const CameraReport report = played(
+            {kTime, kCapabilities, challenge(std::string("qop=\"auth,auth-int\", algorithm=") + algorithm),
+             kDeviceInformation});
+        EXPECT_EQ(report.state, CameraState::UpWithAuth) << algorithm << ": " << report.error;
+        EXPECT_EQ(report.auth, AuthResult::Accepted) << algorithm;
+        EXPECT_EQ(report.authScheme, AuthScheme::HttpDigest) << algorithm;
+        EXPECT_EQ(report.manufacturer, "Acme") << algorithm;
+    }
+}
+
+TEST(HttpDigest, ACameraThatStillWantsATokenGetsBoth) {
+    const CameraReport report =
+        played({kTime, kCapabilities, challenge("qop=\"auth\""), kNotAuthorized, kDeviceInformation});
+    EXPECT_EQ(report.auth, AuthResult::Accepted) << report.error;
+    EXPECT_EQ(report.authScheme, AuthScheme::Both);
+}
+
+TEST(HttpDigest, AKnownDigestCameraIsAnsweredAtItsFirstChallenge) {
+    const CameraReport report =
+        played({kTime, kCapabilities, challenge("qop=\"auth\", algorithm=SHA-256"), kDeviceInformation},
+               AuthScheme::HttpDigest);
+    EXPECT_EQ(report.auth, AuthResult::Accepted) << report.error;
+    EXPECT_EQ(report.authScheme, AuthScheme::HttpDigest);
+}
+
+TEST(HttpDigest, WhatDevletCannotAnswerIsSaid) {
+    const CameraReport intOnly = played({kTime, kCapabilities, challenge("qop=\"auth-int\"")});
+    EXPECT_EQ(intOnly.auth, AuthResult::Refused);
+    EXPECT_NE(intOnly.error.find("qop=auth-int, which devlet does not support"), std::string::npos)
+        << intOnly.error;
+    const CameraReport sha512 =
+        played({kTime, kCapabilities, challenge("qop=\"auth\", algorithm=SHA-512-256")});
+    EXPECT_EQ(sha512.auth, AuthResult::Refused);
+    EXPECT_NE(sha512.error.find("algorithm devlet does not support"), std::string::npos) << sha512.error;
+    // Refused twice: the Digest answer itself was wrong.
+    const CameraReport refused =
+        played({kTime, kCapabilities, challenge("qop=\"auth\""), challenge("qop=\"auth\"")});
+    EXPECT_EQ(refused.auth, AuthResult::Refused);
+    EXPECT_EQ(refused.error, "authentication failed");
+    for (const CameraReport* report : {&intOnly, &sha512, &refused})
+        EXPECT_EQ(report->error.find("pw-Secret"), std::string::npos);
+}
+
+TEST(HttpDigest, NoCredentialNoDigest) {
+    const std::vector<std::string> answers = {kTime, kCapabilities, challenge("qop=\"auth\"")};
+    QueryOptions options;
+    options.playback = &answers;
+    options.credentialWithheld = "no credential for this address: outside the credentials file's networks";
+    const CameraReport report = queryCamera("http://192.0.2.10/onvif/device_service", std::nullopt, options);
+    EXPECT_EQ(report.auth, AuthResult::NoCredentials);
+    EXPECT_EQ(report.error, "the camera needs credentials; " + options.credentialWithheld);
+}
+
 }  // namespace
 }  // namespace devlet::onvif
