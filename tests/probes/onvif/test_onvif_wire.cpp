@@ -309,6 +309,20 @@ TEST(HttpDigest, AChallengeIsAnsweredWithDigestAlone) {
     }
 }
 
+// A Dahua camera's challenge as it was captured (tests/probes/onvif/corpus/dahua): no space
+// after a comma, an empty opaque, stale=false.
+TEST(HttpDigest, ARealCamerasChallengeIsAnswered) {
+    const std::string dahua =
+        "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/soap+xml; charset=utf-8\r\nConnection: "
+        "close\r\n"
+        "WWW-Authenticate: Digest realm=\"Login to 0ccf58c7410332c7caa363406561b351\",qop=\"auth\","
+        "nonce=\"b252aWYtZGlnZXN0OjQ1MzAxNTI3MDYw\", opaque=\"\", stale=\"false\"\r\nContent-Length: "
+        "0\r\n\r\n";
+    const CameraReport report = played({kTime, kCapabilities, dahua, kDeviceInformation});
+    EXPECT_EQ(report.auth, AuthResult::Accepted) << report.error;
+    EXPECT_EQ(report.authScheme, AuthScheme::HttpDigest);
+}
+
 TEST(HttpDigest, ACameraThatStillWantsATokenGetsBoth) {
     const CameraReport report =
         played({kTime, kCapabilities, challenge("qop=\"auth\""), kNotAuthorized, kDeviceInformation});
