@@ -90,7 +90,7 @@ bool offersAuth(const char* qop) {
 
 }  // namespace
 
-HttpDigest::HttpDigest(struct soap* soap) : soap_(soap), info_(new http_da_info{}) {
+HttpDigest::HttpDigest(struct soap* soap) : soap_(soap), info_(std::make_unique<http_da_info>()) {
     registered_ = soap_register_plugin_arg(soap_, registerWatch, this) == SOAP_OK &&
                   soap_register_plugin(soap_, http_da) == SOAP_OK;
     if (Watch* watch = watchOf(soap_); registered_ && watch) {
@@ -104,11 +104,10 @@ HttpDigest::HttpDigest(struct soap* soap) : soap_(soap), info_(new http_da_info{
 HttpDigest::~HttpDigest() {
     forget();
     if (Watch* watch = watchOf(soap_)) watch->owner = nullptr;
-    delete info_;
 }
 
 void HttpDigest::forget() {
-    if (answered_) http_da_release(soap_, info_);
+    if (answered_) http_da_release(soap_, info_.get());
     answered_ = false;
     soap_->userid = nullptr;
     soap_->passwd = nullptr;
@@ -166,14 +165,14 @@ bool HttpDigest::answer(const Credential& credential, std::string& problem) {
     data->opaque = const_cast<char*>(opaque);
     data->qop = const_cast<char*>(qop);
     data->alg = const_cast<char*>(alg);
-    http_da_save(soap_, info_, realm.c_str(), credential.username.c_str(), credential.password.c_str());
+    http_da_save(soap_, info_.get(), realm.c_str(), credential.username.c_str(), credential.password.c_str());
     answered_ = true;
     return true;
 }
 
 void HttpDigest::sending(bool on) {
     if (on && answered_) {
-        http_da_restore(soap_, info_);
+        http_da_restore(soap_, info_.get());
     } else {
         soap_->userid = nullptr;
         soap_->passwd = nullptr;

@@ -5,6 +5,7 @@
 // The password is held by the plugin's store only while this object lives; neither it nor a
 // header is logged. One object per context, on the thread that makes its calls.
 
+#include <memory>
 #include <string>
 
 #include "probes/onvif/onvif_client.h"
@@ -42,7 +43,7 @@ public:
 private:
     void forget();
     struct soap* soap_;
-    http_da_info* info_;
+    std::unique_ptr<http_da_info> info_;  // the plugin's store: realm, user, password, nonce
     bool registered_ = false;
     bool challenged_ = false;
     bool firstChallenge_ = true;  // of the current answer

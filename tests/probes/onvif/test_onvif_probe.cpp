@@ -522,6 +522,20 @@ TEST_F(OnvifProbeTest, TheSchemeThatWorkedIsRememberedForTheNextQuery) {
     EXPECT_EQ(byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI"), 1u) << describe();
 }
 
+// A camera whose clock is days ahead: its time is not used for the UsernameToken (a
+// spoofer could choose it for a later replay), so a camera that checks it refuses, and the
+// status says why. One a day behind is served with its own time.
+TEST_F(OnvifProbeTest, ACameraClockFarAheadIsNotUsedForTheToken) {
+    camera(67, kUuidA, {"--clock-offset", "259200"});
+    camera(68, kUuidB, {"--clock-offset", "-86400"});
+    std::map<std::string, CameraStatus> byUuid = passStatuses(*lab_, credentials_);
+    ASSERT_EQ(byUuid.size(), 2u);
+    EXPECT_EQ(byUuid.at(kUuidA).status, DeviceStatus::AuthenticationFailed);
+    EXPECT_NE(byUuid.at(kUuidA).error.find("more than a day ahead"), std::string::npos)
+        << byUuid.at(kUuidA).error;
+    EXPECT_EQ(byUuid.at(kUuidB).status, DeviceStatus::UpWithAuth) << byUuid.at(kUuidB).error;
+}
+
 // A camera outside the credentials file's networks is queried without credentials and says
 // why; an entry by IP address reaches its address even outside them.
 TEST_F(OnvifProbeTest, CameraOutsideTheCredentialScopeGetsNoCredential) {
