@@ -498,6 +498,7 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
         c.discovery.scanDurations = discovery.scanDurations;
         c.discovery.publishLatency = discovery.publishLatency;
         const std::map<std::string, std::string>& deviceStates = discovery.lastScan.deviceStates;
+        const std::map<std::string, std::vector<std::string>>& deviceNotes = discovery.lastScan.deviceNotes;
         if (auto counts = inventory_->allocationCounts().find(c.name);
             counts != inventory_->allocationCounts().end()) {
             c.allocations = counts->second.granted;
@@ -522,6 +523,8 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
             i.lastSeenMs = instance.lastSeenMs;
             if (auto state = deviceStates.find(instance.device.id); state != deviceStates.end())
                 i.deviceState = state->second;
+            if (auto notes = deviceNotes.find(instance.device.id); notes != deviceNotes.end())
+                i.deviceNotes = notes->second;
             for (SlotView& slot : instance.slots) {
                 i.slots.push_back({std::move(slot.id), slot.index, slot.index < c.capacity,
                                    std::move(slot.holderResource), std::move(slot.pod),

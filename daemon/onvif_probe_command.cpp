@@ -234,6 +234,9 @@ void printText(const std::vector<PassEntry>& entries) {
                 std::cout << "\n";
             }
             for (const std::string& scope : camera.scopes) std::cout << "    scope:     " << scope << "\n";
+            if (camera.media2) std::cout << "    media:     Media2 at " << camera.mediaUrl << "\n";
+            for (const std::string& note : onvif::addressNotes(camera))
+                std::cout << "    address:   " << note << "\n";
             for (const onvif::StreamProfile& stream : camera.streams) {
                 std::cout << "    stream:    " << stream.token;
                 if (std::string r = resolution(stream); !r.empty()) std::cout << " " << r;
@@ -285,6 +288,18 @@ boost::json::object cameraJson(const PassEntry& entry, const CameraStatus& camer
                           {"instanceId", camera.instanceId},
                           {"scopes", std::move(scopes)},
                           {"streams", std::move(streams)}};
+    if (!camera.mediaUrl.empty()) {
+        c["mediaUrl"] = camera.mediaUrl;
+        c["mediaService"] = camera.media2 ? "media2" : "media";
+    }
+    boost::json::array rewritten;
+    for (const std::string& rewrite : camera.rewrittenServices)
+        rewritten.push_back(boost::json::string(rewrite));
+    c["rewrittenServices"] = std::move(rewritten);
+    boost::json::array elsewhere;
+    for (const std::string& host : camera.streamHostsElsewhere)
+        elsewhere.push_back(boost::json::string(host));
+    c["streamHostsElsewhere"] = std::move(elsewhere);
     if (std::string name = instanceNameOf(entry, camera); !name.empty()) c["instance"] = name;
     if (!camera.reason.empty()) c["reason"] = camera.reason;
     for (const auto& [key, value] : {std::pair{"manufacturer", &camera.manufacturer},

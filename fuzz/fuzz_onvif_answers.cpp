@@ -1,11 +1,12 @@
 // Fuzz target: what a camera answers to devlet's device and media service calls
 // (GetSystemDateAndTime, GetCapabilities, GetServices, GetDeviceInformation,
-// GetNetworkInterfaces, GetProfiles, GetStreamUri), HTTP headers included. An input is
-// the camera's answers in call order, separated by kSeparator; they are played back to
-// checkCamera and queryCamera (QueryOptions::playback), so the whole of gSOAP's HTTP and
-// XML parsing and devlet's reading of the answers runs, without a network.
-// Checked: the password never shows in the report unless the camera itself said it, and
-// no text in the report carries control characters (it is logged and shown).
+// GetNetworkInterfaces, GetProfiles and GetStreamUri of Media1 and Media2), HTTP headers
+// included. An input is the camera's answers in call order, separated by kSeparator; they
+// are played back to checkCamera and queryCamera (QueryOptions::playback), so the whole of
+// gSOAP's HTTP and XML parsing and devlet's reading of the answers runs, without a network.
+// Checked: the password never shows in the report unless the camera itself said it, no
+// text in the report carries control characters (it is logged and shown), and the media
+// service is called on the contacted host only.
 
 #include <cstddef>
 #include <cstdint>
@@ -56,6 +57,16 @@ void check(const devlet::onvif::CameraReport& report, std::string_view input) {
     text(report.ipAddress, "the IP address");
     text(report.macAddress, "the MAC address");
     text(report.mediaUrl, "the media URL");
+    for (const auto& rewrite : report.rewrittenServices) text(rewrite, "a rewritten service address");
+    for (const auto& host : report.streamHostsElsewhere) text(host, "a stream host");
+    // Every call goes to the contacted host: a camera's answer cannot send devlet's
+    // credentials elsewhere.
+    if (!report.mediaUrl.empty() &&
+        (devlet::onvif::urlHost(report.mediaUrl) != devlet::onvif::urlHost(kServiceUrl) ||
+         report.mediaUrl.find('@') != std::string::npos)) {
+        std::cerr << "the media service is called on another host: " << report.mediaUrl << "\n";
+        std::abort();
+    }
     for (const auto& profile : report.profiles) {
         text(profile.token, "a profile token");
         text(profile.name, "a profile name");

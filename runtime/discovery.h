@@ -54,6 +54,9 @@ struct ScanReport {
     // The handler's own word on a device it offers, by instance id ("up with
     // authentication", "up without authentication"); devices not named have none.
     std::map<std::string, std::string> deviceStates;
+    // What a user should know about a device it offers, by instance id, one sentence each
+    // ("service address rewritten to the contacted host: media: 192.168.1.64 -> 203.0.113.5:8080").
+    std::map<std::string, std::vector<std::string>> deviceNotes;
     bool operator==(const ScanReport&) const = default;
 };
 

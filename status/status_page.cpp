@@ -76,7 +76,8 @@ function instanceRow(i) {
   return el("tr", {"data-instance": i.name, "data-health": i.health},
     el("td", {}, el("code", {}, i.name), el("div", {class: "muted"}, i.resource)),
     el("td", {}, i.id, nodes ? el("div", {class: "muted"}, nodes) : null, props ? el("div", {class: "props"}, props) : null),
-    el("td", {class: i.health}, i.health, i.deviceState ? el("span", {class: "state"}, i.deviceState) : null),
+    el("td", {class: i.health}, i.health, i.deviceState ? el("span", {class: "state"}, i.deviceState) : null,
+      ...(i.deviceNotes || []).map(n => el("div", {class: "muted note"}, n))),
     el("td", {}, ...i.slots.map(s => el("span", {class: "slot", "data-slot": s.id, "data-state": s.state}, slotText(s)))),
     el("td", {class: i.reason ? "problem" : "muted"}, i.reason || "offered"));
 }

@@ -106,6 +106,9 @@ json::object instanceJson(const StatusSnapshot& snapshot, const ConfigurationSta
     o["firstSeen"] = timeOrNull(i.firstSeenMs, sp);
     o["lastSeen"] = timeOrNull(i.lastSeenMs, sp);
     o["deviceState"] = stringOrNull(i.deviceState, sp);
+    json::array notes(sp);
+    for (const std::string& note : i.deviceNotes) notes.push_back(json::string(note, sp));
+    o["deviceNotes"] = std::move(notes);
     std::size_t held = 0;
     json::array slots(sp);
     for (const SlotStatus& slot : i.slots) {

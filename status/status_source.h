@@ -42,6 +42,7 @@ struct InstanceStatus {
     std::int64_t firstSeenMs = 0;
     std::int64_t lastSeenMs = 0;
     std::string deviceState;  // the handler's word on it ("up without authentication"); may be empty
+    std::vector<std::string> deviceNotes;  // the handler's remarks on it (a rewritten camera address)
     std::vector<SlotStatus> slots;
 };
 

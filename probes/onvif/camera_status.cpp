@@ -84,6 +84,10 @@ CameraStatus queriedCameraStatus(const OnvifDetails& details, const CameraObserv
     std::copy_if(r.profiles.begin(), r.profiles.end(), std::back_inserter(status.streams),
                  [](const StreamProfile& p) { return !p.uri.empty(); });
     status.error = r.error;
+    status.mediaUrl = r.mediaUrl;
+    status.media2 = r.media2;
+    status.rewrittenServices = r.rewrittenServices;
+    status.streamHostsElsewhere = r.streamHostsElsewhere;
     if (progress.gone) {
         CameraReport check;
         check.state = progress.lastCheck;
@@ -110,6 +114,16 @@ CameraStatus excludedCameraStatus(const std::string& uuid, const std::string& se
     status.status = DeviceStatus::NotQueried;
     status.reason = reason;
     return status;
+}
+
+std::vector<std::string> addressNotes(const CameraStatus& status) {
+    std::vector<std::string> notes;
+    for (const std::string& rewrite : status.rewrittenServices)
+        notes.push_back("service address rewritten to the contacted host: " + rewrite);
+    for (const std::string& host : status.streamHostsElsewhere)
+        notes.push_back("stream URIs name " + host + ", not the contacted host " +
+                        urlHost(status.serviceUrl) + "; kept as the camera said them");
+    return notes;
 }
 
 void sortStatuses(std::vector<CameraStatus>& statuses) {

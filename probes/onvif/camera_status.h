@@ -42,8 +42,12 @@ struct CameraStatus {
     std::vector<std::string> scopes;
     std::string manufacturer, model, firmware, serial;
     std::string ipAddress, macAddress;
-    std::vector<StreamProfile> streams;  // URIs without user information
-    std::string error;                   // the call that failed last, for people (never a secret)
+    std::vector<StreamProfile> streams;             // URIs without user information
+    std::string mediaUrl;                           // where profiles and stream URIs were asked for
+    bool media2 = false;                            // through the Media2 (ver20) service
+    std::vector<std::string> rewrittenServices;     // as CameraReport has them
+    std::vector<std::string> streamHostsElsewhere;  // as CameraReport has them
+    std::string error;                              // the call that failed last, for people (never a secret)
     bool operator==(const CameraStatus&) const = default;
 };
 
@@ -63,6 +67,10 @@ CameraStatus queriedCameraStatus(const OnvifDetails& details, const CameraObserv
 // A camera a discovery filter (uuids, scopes) excluded before any call.
 CameraStatus excludedCameraStatus(const std::string& uuid, const std::string& serviceUrl,
                                   const std::vector<std::string>& scopes, const std::string& reason);
+
+// What a user should know about the camera's addresses, one sentence each: service addresses
+// rewritten to the contacted host, stream URIs that name another host. Empty for most cameras.
+std::vector<std::string> addressNotes(const CameraStatus& status);
 
 // Stable order for printing and comparing: by uuid, then service URL.
 void sortStatuses(std::vector<CameraStatus>& statuses);

@@ -66,6 +66,10 @@ bool isUsableServiceUrl(const std::string& url) {
     }
     if (std::any_of(url.begin(), url.end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; }))
         return false;
+    // gSOAP takes the host from after the first '@' anywhere in a URL, path and fragment
+    // included ("http://192.0.2.7/x@198.51.100.9/" calls 198.51.100.9): a URL with one
+    // would be called elsewhere than the host it seems to name.
+    if (url.find('@') != std::string::npos) return false;
     return !urlHost(url).empty() && hostStart < url.size();
 }
 
@@ -80,6 +84,25 @@ std::string urlHost(const std::string& url) {
         return close == std::string::npos ? "" : rest.substr(1, close - 1);
     }
     return rest.substr(0, rest.find(':'));
+}
+
+std::string urlAuthority(const std::string& url) {
+    const auto scheme = url.find("://");
+    if (scheme == std::string::npos) return "";
+    std::string rest = url.substr(scheme + 3);
+    rest = rest.substr(0, rest.find_first_of("/?#"));
+    if (auto at = rest.rfind('@'); at != std::string::npos) rest = rest.substr(at + 1);
+    return rest;
+}
+
+std::string atContactedHost(const std::string& reported, const std::string& contacted) {
+    if (lower(urlHost(reported)) == lower(urlHost(contacted))) return reported;
+    const auto scheme = contacted.find("://");
+    const auto reportedScheme = reported.find("://");
+    if (scheme == std::string::npos || reportedScheme == std::string::npos) return contacted;
+    const auto path = reported.find_first_of("/?#", reportedScheme + 3);
+    return contacted.substr(0, scheme + 3) + urlAuthority(contacted) +
+           (path == std::string::npos ? std::string("/") : reported.substr(path));
 }
 
 std::optional<std::string> filterOut(const std::optional<FilterList>& filter, const std::string& key,

@@ -59,7 +59,15 @@ struct CameraReport {
     std::string ipAddress;   // from GetNetworkInterfaces
     std::string macAddress;  // from GetNetworkInterfaces, lower case, colons
     std::string mediaUrl;
+    bool media2 = false;  // profiles and stream URIs came from the Media2 (ver20) service
     std::vector<StreamProfile> profiles;
+    // Service addresses the camera named on another host than the one contacted (a camera
+    // behind NAT or port forwarding names its inside address), called at the contacted
+    // host instead: "media: 192.168.1.64 -> 203.0.113.5:8080".
+    std::vector<std::string> rewrittenServices;
+    // Hosts that stream URIs name other than the contacted one, each once. The URIs are
+    // kept as the camera said them: the RTSP port may be forwarded elsewhere or not at all.
+    std::vector<std::string> streamHostsElsewhere;
     bool operator==(const CameraReport&) const = default;
 };
 
@@ -81,11 +89,19 @@ bool isCamera(const std::vector<std::string>& types);
 // Akri's uuid: the endpoint address without "urn:" and "uuid:", lower case.
 std::string endpointUuid(const std::string& address);
 
-// An http(s) URL with a host, short enough, without spaces or control characters.
+// An http(s) URL with a host, short enough, without spaces, control characters or '@'.
 bool isUsableServiceUrl(const std::string& url);
 
 // The host part of a URL ("192.0.2.7" for http://192.0.2.7:8080/onvif/device_service).
 std::string urlHost(const std::string& url);
+
+// The authority of a URL without user information ("192.0.2.7:8080", "[fe80::1]", "cam.local").
+std::string urlAuthority(const std::string& url);
+
+// The URL to call a service the camera named at: `reported` itself when it is on the
+// contacted device service's host; otherwise the contacted URL's scheme, host and port with
+// the reported path, so that credentials go only to the host devlet chose to contact.
+std::string atContactedHost(const std::string& reported, const std::string& contacted);
 
 // Akri's execute_filter on one value: nullopt = kept, else why it was dropped, naming the
 // filter by its discoveryDetails key. `value` empty = unknown (a lookup failed).

@@ -246,10 +246,6 @@ std::optional<std::chrono::system_clock::time_point> cameraTime(const tt__System
     return std::chrono::system_clock::from_time_t(seconds);
 }
 
-bool sameHost(const std::string& a, const std::string& b) {
-    return urlHost(a) == urlHost(b);
-}
-
 std::string lowerMac(const char* value) {
     std::string mac = text(value, 64);
     for (char& c : mac) {
@@ -281,8 +277,18 @@ bool checkTime(struct soap* soap, const std::string& serviceUrl, CameraReport& r
     return true;
 }
 
-void readMediaUrl(struct soap* soap, const std::string& serviceUrl, Authenticator& auth,
-                  CameraReport& report) {
+constexpr const char* kMedia1Namespace = "http://www.onvif.org/ver10/media/wsdl";
+constexpr const char* kMedia2Namespace = "http://www.onvif.org/ver20/media/wsdl";
+
+// The media services the camera named: Media1 from GetCapabilities, else Media1 or Media2
+// from GetServices.
+struct MediaServices {
+    std::string media1;
+    std::string media2;
+};
+
+MediaServices readMediaServices(struct soap* soap, const std::string& serviceUrl, Authenticator& auth) {
+    MediaServices found;
     _tds__GetCapabilities request;
     _tds__GetCapabilitiesResponse response;
     soap_default__tds__GetCapabilities(soap, &request);
@@ -295,31 +301,56 @@ void readMediaUrl(struct soap* soap, const std::string& serviceUrl, Authenticato
         if ((withAuth ? authenticated(auth, getCapabilities) : unauthenticated(auth, getCapabilities)) ==
             SOAP_OK) {
             if (response.Capabilities && response.Capabilities->Media && response.Capabilities->Media->XAddr)
-                report.mediaUrl = text(response.Capabilities->Media->XAddr, 1024);
+                found.media1 = text(response.Capabilities->Media->XAddr, 1024);
             break;
         }
     }
-    if (report.mediaUrl.empty()) {
-        _tds__GetServices services;
-        _tds__GetServicesResponse servicesResponse;
-        soap_default__tds__GetServices(soap, &services);
-        services.IncludeCapability = soap_strdup(soap, "false");
-        if (authenticated(auth, [&] {
-                return soap_call___tds__GetServices(soap, serviceUrl.c_str(), nullptr, &services,
-                                                    &servicesResponse);
-            }) == SOAP_OK) {
-            for (int i = 0; i < servicesResponse.__sizeService; ++i) {
-                const tds__Service& s = servicesResponse.Service[i];
-                if (s.Namespace && s.XAddr &&
-                    std::string(s.Namespace) == "http://www.onvif.org/ver10/media/wsdl")
-                    report.mediaUrl = text(s.XAddr, 1024);
-            }
+    if (!found.media1.empty()) return found;
+    // A Profile T camera without Media1 has no Media capability: only GetServices names its
+    // Media2 service.
+    _tds__GetServices services;
+    _tds__GetServicesResponse servicesResponse;
+    soap_default__tds__GetServices(soap, &services);
+    services.IncludeCapability = soap_strdup(soap, "false");
+    if (authenticated(auth, [&] {
+            return soap_call___tds__GetServices(soap, serviceUrl.c_str(), nullptr, &services,
+                                                &servicesResponse);
+        }) == SOAP_OK) {
+        for (int i = 0; i < servicesResponse.__sizeService; ++i) {
+            const tds__Service& s = servicesResponse.Service[i];
+            if (!s.Namespace || !s.XAddr) continue;
+            if (std::strcmp(s.Namespace, kMedia1Namespace) == 0) found.media1 = text(s.XAddr, 1024);
+            if (std::strcmp(s.Namespace, kMedia2Namespace) == 0) found.media2 = text(s.XAddr, 1024);
         }
     }
-    // Credentials go only to the host that was discovered: a media address elsewhere is not used.
-    if (report.mediaUrl.empty() || !isUsableServiceUrl(report.mediaUrl) ||
-        !sameHost(report.mediaUrl, serviceUrl))
+    return found;
+}
+
+// Media1 when the camera has it, Media2 otherwise. Akri's handler and the brokers written
+// for it read Media1's profiles and stream URIs, so a camera with both gives the same
+// instance as under Akri; Media2-only cameras (Profile T) are offered with theirs.
+void readMediaUrl(struct soap* soap, const std::string& serviceUrl, Authenticator& auth,
+                  CameraReport& report) {
+    const MediaServices found = readMediaServices(soap, serviceUrl, auth);
+    const bool media2 = !isUsableServiceUrl(found.media1) && isUsableServiceUrl(found.media2);
+    const std::string named = media2 ? found.media2 : found.media1;
+    // No usable address: the device service URL, which many cameras serve Media1 at too.
+    if (!isUsableServiceUrl(named)) {
         report.mediaUrl = serviceUrl;
+        return;
+    }
+    report.media2 = media2;
+    // Credentials go only to the host that was contacted: a camera behind NAT names its
+    // inside address, which is called at the contacted host and port instead.
+    report.mediaUrl = atContactedHost(named, serviceUrl);
+    if (!isUsableServiceUrl(report.mediaUrl)) {
+        report.mediaUrl = serviceUrl;
+        report.media2 = false;
+        return;
+    }
+    if (report.mediaUrl != named)
+        report.rewrittenServices.push_back(std::string(media2 ? "media2" : "media") + ": " +
+                                           urlAuthority(named) + " -> " + urlAuthority(serviceUrl));
 }
 
 // GetDeviceInformation decides the authentication result.
@@ -435,6 +466,85 @@ void readProfiles(struct soap* soap, Authenticator& auth, const QueryOptions& op
     report.profiles = std::move(profiles);
 }
 
+void readProfiles2(struct soap* soap, Authenticator& auth, const QueryOptions& options,
+                   CameraReport& report) {
+    _tr2__GetProfilesResponse response;
+    // Without a Type a Media2 profile carries only its name and token. Some cameras refuse
+    // a list of configuration types and take only "All".
+    bool answered = false;
+    for (const std::vector<const char*>& types :
+         {std::vector<const char*>{"VideoSource", "VideoEncoder"}, std::vector<const char*>{"All"}}) {
+        _tr2__GetProfiles request;
+        soap_default__tr2__GetProfiles(soap, &request);
+        request.__sizeType = int(types.size());
+        request.Type = static_cast<char**>(soap_malloc(soap, types.size() * sizeof(char*)));
+        for (std::size_t i = 0; i < types.size(); ++i) request.Type[i] = soap_strdup(soap, types[i]);
+        answered = authenticated(auth, [&] {
+                       return soap_call___tr2__GetProfiles(soap, report.mediaUrl.c_str(), nullptr, &request,
+                                                           &response);
+                   }) == SOAP_OK;
+        if (answered || isTransportError(soap) || isAuthFault(soap)) break;
+    }
+    if (!answered) {
+        if (report.error.empty()) report.error = describeError(soap, "Media2 GetProfiles");
+        return;
+    }
+    std::vector<StreamProfile> profiles;
+    for (int i = 0; i < response.__sizeProfiles && profiles.size() < options.maxProfiles; ++i) {
+        const tr2__MediaProfile& p = response.Profiles[i];
+        if (!p.token) continue;
+        StreamProfile profile;
+        profile.token = text(p.token, 64);
+        profile.name = text(p.Name, 64);
+        if (const tt__VideoEncoder2Configuration* v =
+                p.Configurations ? p.Configurations->VideoEncoder : nullptr) {
+            profile.encoding = text(v->Encoding, 16);
+            if (v->Resolution && v->Resolution->Width > 0 && v->Resolution->Height > 0 &&
+                v->Resolution->Width < 100000 && v->Resolution->Height < 100000) {
+                profile.width = v->Resolution->Width;
+                profile.height = v->Resolution->Height;
+            }
+        }
+        profiles.push_back(std::move(profile));
+    }
+    for (StreamProfile& profile : profiles) {
+        // RtspUnicast is Media2's name for RTSP over UDP or TCP; cameras built on early
+        // drafts of the specification know only "RTSP".
+        for (const char* protocol : {"RtspUnicast", "RTSP"}) {
+            _tr2__GetStreamUri uriRequest;
+            _tr2__GetStreamUriResponse uriResponse;
+            soap_default__tr2__GetStreamUri(soap, &uriRequest);
+            uriRequest.Protocol = soap_strdup(soap, protocol);
+            uriRequest.ProfileToken = soap_strdup(soap, profile.token.c_str());
+            if (authenticated(auth, [&] {
+                    return soap_call___tr2__GetStreamUri(soap, report.mediaUrl.c_str(), nullptr, &uriRequest,
+                                                         &uriResponse);
+                }) == SOAP_OK) {
+                if (uriResponse.Uri) profile.uri = withoutCredentials(text(uriResponse.Uri, 1024));
+                break;
+            }
+            if (isTransportError(soap) || isAuthFault(soap)) break;
+        }
+    }
+    report.profiles = std::move(profiles);
+}
+
+// Stream URIs on another host than the contacted one are kept (the RTSP port may be
+// forwarded to another port, or not at all, and a rewritten URI that reaches nothing is
+// worse than the camera's own), and said, so that a user behind NAT sees why a broker
+// cannot connect.
+void noteStreamHosts(const std::string& serviceUrl, CameraReport& report) {
+    const std::string contacted = urlHost(serviceUrl);
+    for (const StreamProfile& profile : report.profiles) {
+        const std::string host = urlHost(profile.uri);
+        if (host.empty() || host == contacted) continue;
+        if (std::find(report.streamHostsElsewhere.begin(), report.streamHostsElsewhere.end(), host) ==
+                report.streamHostsElsewhere.end() &&
+            report.streamHostsElsewhere.size() < 4)
+            report.streamHostsElsewhere.push_back(host);
+    }
+}
+
 }  // namespace
 
 std::string withoutCredentials(const std::string& uri) {
@@ -485,12 +595,20 @@ CameraReport queryCamera(const std::string& serviceUrl, const std::optional<Cred
     readMediaUrl(soap.get(), serviceUrl, auth, report);
     if (cancelled()) return report;
     // A camera may name an https media service beside an http device service.
-    if (isHttps(report.mediaUrl) && !enableTls(soap.get(), tls)) report.mediaUrl = serviceUrl;
+    if (isHttps(report.mediaUrl) && !enableTls(soap.get(), tls)) {
+        report.mediaUrl = serviceUrl;
+        report.media2 = false;
+    }
     readDeviceInformation(soap.get(), serviceUrl, auth, options, report);
     if (report.auth == AuthResult::Refused || cancelled()) return report;
     readNetworkInterfaces(soap.get(), serviceUrl, auth, report);
     if (cancelled()) return report;
-    readProfiles(soap.get(), auth, options, report);
+    if (report.media2) {
+        readProfiles2(soap.get(), auth, options, report);
+    } else {
+        readProfiles(soap.get(), auth, options, report);
+    }
+    noteStreamHosts(serviceUrl, report);
     return report;
 }
 

@@ -39,9 +39,10 @@ struct QueryOptions {
 CameraReport checkCamera(const std::string& serviceUrl, const QueryOptions& options);
 
 // The full enrichment: GetSystemDateAndTime, GetCapabilities (or GetServices),
-// GetDeviceInformation, GetNetworkInterfaces, GetProfiles and GetStreamUri per profile,
-// authenticated with a UsernameToken stamped with the camera's clock when a credential is
-// given.
+// GetDeviceInformation, GetNetworkInterfaces, GetProfiles and GetStreamUri per profile
+// (Media1, or Media2 when the camera has no Media1 service), authenticated with a
+// UsernameToken stamped with the camera's clock when a credential is given. Every call
+// goes to the host of `serviceUrl`: media addresses on other hosts are rewritten to it.
 CameraReport queryCamera(const std::string& serviceUrl, const std::optional<Credential>& credential,
                          const QueryOptions& options);
 

@@ -834,12 +834,15 @@ private:
         for (const CameraStatus& camera : statuses_) {
             if (camera.offered) {
                 scan.deviceStates[camera.instanceId] = describe(camera.status);
+                if (std::vector<std::string> notes = addressNotes(camera); !notes.empty())
+                    scan.deviceNotes[camera.instanceId] = std::move(notes);
             } else if (camera.status != DeviceStatus::Querying) {
                 scan.excluded.push_back(
                     {camera.instanceId.empty() ? camera.uuid : camera.instanceId, camera.reason, 1});
             }
         }
-        if (!cycleEnd && scan.excluded == scanned_.excluded && scan.deviceStates == scanned_.deviceStates)
+        if (!cycleEnd && scan.excluded == scanned_.excluded && scan.deviceStates == scanned_.deviceStates &&
+            scan.deviceNotes == scanned_.deviceNotes)
             return;
         scan.duration = std::chrono::steady_clock::now() - cycleStart_;
         scanned_ = scan;

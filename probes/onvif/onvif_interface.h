@@ -21,6 +21,8 @@
 //gsoap tds schema elementForm: qualified
 //gsoap trt schema namespace: http://www.onvif.org/ver10/media/wsdl
 //gsoap trt schema elementForm: qualified
+//gsoap tr2 schema namespace: http://www.onvif.org/ver20/media/wsdl
+//gsoap tr2 schema elementForm: qualified
 
 
 /* WS-Addressing 2004/08, as WS-Discovery 2005/04 uses it */
@@ -174,6 +176,25 @@ struct tt__StreamSetup {
 struct tt__MediaUri {
     char* Uri;
 };
+/* Media2 (ver20) profiles: the encoder's configuration is inside a ConfigurationSet. */
+struct tt__VideoResolution2 {
+    int Width;
+    int Height;
+};
+struct tt__VideoEncoder2Configuration {
+    @char* token;
+    char* Name;
+    char* Encoding;
+    struct tt__VideoResolution2* Resolution;
+};
+struct tr2__ConfigurationSet {
+    struct tt__VideoEncoder2Configuration* VideoEncoder;
+};
+struct tr2__MediaProfile {
+    @char* token;
+    char* Name;
+    struct tr2__ConfigurationSet* Configurations;
+};
 struct tds__Service {
     char* Namespace;
     char* XAddr;
@@ -269,3 +290,31 @@ int __trt__GetProfile(struct _trt__GetProfile* trt__GetProfile, struct _trt__Get
 //gsoap trt service method-action: GetStreamUri http://www.onvif.org/ver10/media/wsdl/GetStreamUri
 int __trt__GetStreamUri(struct _trt__GetStreamUri* trt__GetStreamUri,
                         struct _trt__GetStreamUriResponse* trt__GetStreamUriResponse);
+
+/* Media2 service (tr2, ver20): Profile T cameras may offer it alone */
+struct _tr2__GetProfiles {
+    char* Token;
+    int __sizeType;
+    char** Type;  // the configurations to include: without one, a profile has only its name and token
+};
+struct _tr2__GetProfilesResponse {
+    int __sizeProfiles;
+    struct tr2__MediaProfile* Profiles;
+};
+struct _tr2__GetStreamUri {
+    char* Protocol;
+    char* ProfileToken;
+};
+struct _tr2__GetStreamUriResponse {
+    char* Uri;
+};
+
+//gsoap tr2 service name: Media2
+//gsoap tr2 service style: document
+//gsoap tr2 service encoding: literal
+//gsoap tr2 service method-action: GetProfiles http://www.onvif.org/ver20/media/wsdl/GetProfiles
+int __tr2__GetProfiles(struct _tr2__GetProfiles* tr2__GetProfiles,
+                       struct _tr2__GetProfilesResponse* tr2__GetProfilesResponse);
+//gsoap tr2 service method-action: GetStreamUri http://www.onvif.org/ver20/media/wsdl/GetStreamUri
+int __tr2__GetStreamUri(struct _tr2__GetStreamUri* tr2__GetStreamUri,
+                        struct _tr2__GetStreamUriResponse* tr2__GetStreamUriResponse);

@@ -25,6 +25,7 @@ SOAP_NMAC struct Namespace namespaces[] = {
     {"tt", "http://www.onvif.org/ver10/schema", nullptr, nullptr},
     {"tds", "http://www.onvif.org/ver10/device/wsdl", nullptr, nullptr},
     {"trt", "http://www.onvif.org/ver10/media/wsdl", nullptr, nullptr},
+    {"tr2", "http://www.onvif.org/ver20/media/wsdl", nullptr, nullptr},
     {"tdn", "http://www.onvif.org/ver10/network/wsdl", nullptr, nullptr},
     {"ter", "http://www.onvif.org/ver10/error", nullptr, nullptr},
     {"wsdp", "http://schemas.xmlsoap.org/ws/2006/02/devprof", nullptr, nullptr},

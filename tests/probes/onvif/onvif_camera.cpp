@@ -2,11 +2,14 @@
 // NetworkVideoTransmitter on 239.255.255.250:3702 (unicast to the sender), says Hello on
 // start and Bye on SIGTERM, and serves the device and media calls devlet makes with gSOAP,
 // enforcing WS-Security UsernameToken PasswordDigest against its own (possibly wrong) clock.
-// --hostile MODE makes it misbehave instead (see usage). One thread, poll() on two sockets.
+// --hostile MODE makes it misbehave instead (see usage).
 // --auth digest-md5 or digest-sha256 makes it a camera that wants HTTP Digest (RFC 7616,
 // qop=auth) instead: a protected call without a valid Authorization header gets 401 and a
 // challenge, and a UsernameToken is not looked at. --record-credentials FILE appends a line
 // per request that carried a UsernameToken or an Authorization header (the sender and which).
+// --media2-only serves profiles and stream URIs through Media2 alone (a Profile T camera);
+// --nat-address names its service addresses at another host, as a camera behind NAT does.
+// One thread, poll() on two sockets.
 
 #include <algorithm>
 #include <chrono>
@@ -64,6 +67,11 @@ struct Options {
     std::string readyFile;
     std::string auth = "usernametoken";  // or digest-md5, digest-sha256
     std::string recordCredentials;       // a file: one line per request that carried credentials
+    // No Media1 service: GetCapabilities names none, GetServices names Media2 only.
+    bool media2Only = false;
+    // The authority (host or host:port) GetCapabilities and GetServices name the services at,
+    // and the host stream URIs name, instead of the camera's own: its inside address behind NAT.
+    std::string natAddress;
     std::string hostile;  // "", udp-garbage, udp-wrong-relates, udp-many-xaddrs, udp-bomb, http-garbage,
                           // http-huge, http-silent, not-camera
 };
@@ -82,6 +90,23 @@ std::string serviceUrl(bool v6 = false) {
     const std::string host = v6 ? "[" + options.address6 + "]" : options.address;
     return std::string(options.tlsKeyFile.empty() ? "http" : "https") + "://" + host + ":" +
            std::to_string(port) + "/onvif/device_service";
+}
+
+constexpr const char* kMediaPath = "/onvif/media_service";
+constexpr const char* kMedia2Path = "/onvif/media2_service";
+
+// A service's address as GetCapabilities and GetServices name it.
+std::string namedServiceUrl(const char* path) {
+    const std::string authority = options.natAddress.empty()
+                                      ? options.address + ":" + std::to_string(options.port)
+                                      : options.natAddress;
+    return std::string(options.tlsKeyFile.empty() ? "http" : "https") + "://" + authority + path;
+}
+
+// The host stream URIs name.
+std::string streamHost() {
+    return options.natAddress.empty() ? options.address
+                                      : options.natAddress.substr(0, options.natAddress.find(':'));
 }
 
 DiscoveredEndpoint endpoint(bool v6 = false) {
@@ -449,17 +474,25 @@ int __tds__GetSystemDateAndTime(struct soap* soap, struct _tds__GetSystemDateAnd
 int __tds__GetCapabilities(struct soap* soap, struct _tds__GetCapabilities*,
                            struct _tds__GetCapabilitiesResponse* response) {
     response->Capabilities = soap_new_tt__Capabilities(soap);
+    if (options.media2Only) return SOAP_OK;  // GetCapabilities knows Media1 only
     response->Capabilities->Media = soap_new_tt__MediaCapabilities(soap);
-    const std::string media = std::string(options.tlsKeyFile.empty() ? "http" : "https") + "://" +
-                              options.address + ":" + std::to_string(options.port) + "/onvif/media_service";
-    response->Capabilities->Media->XAddr = soap_strdup(soap, media.c_str());
+    response->Capabilities->Media->XAddr = soap_strdup(soap, namedServiceUrl(kMediaPath).c_str());
     return SOAP_OK;
 }
 
+// Without authentication, as the ONVIF core specification has it (PRE_AUTH).
 int __tds__GetServices(struct soap* soap, struct _tds__GetServices*,
                        struct _tds__GetServicesResponse* response) {
-    if (int error = requireAuth(soap)) return error;
-    response->__sizeService = 0;
+    std::vector<std::pair<const char*, const char*>> services = {
+        {"http://www.onvif.org/ver10/device/wsdl", "/onvif/device_service"},
+        {"http://www.onvif.org/ver20/media/wsdl", kMedia2Path}};
+    if (!options.media2Only) services.push_back({"http://www.onvif.org/ver10/media/wsdl", kMediaPath});
+    response->__sizeService = int(services.size());
+    response->Service = soap_new_tds__Service(soap, int(services.size()));
+    for (std::size_t i = 0; i < services.size(); ++i) {
+        response->Service[i].Namespace = soap_strdup(soap, services[i].first);
+        response->Service[i].XAddr = soap_strdup(soap, namedServiceUrl(services[i].second).c_str());
+    }
     return SOAP_OK;
 }
 
@@ -496,6 +529,16 @@ int __tds__GetNetworkInterfaces(struct soap* soap, struct _tds__GetNetworkInterf
 }
 
 namespace {
+// In the modes that name service addresses, a media call must come to the path named, as
+// on a camera whose services are separate handlers: a client that ignored the address
+// (or used the device service's) is refused.
+int requirePath(struct soap* soap, const char* path) {
+    if (!options.media2Only && options.natAddress.empty()) return SOAP_OK;
+    if (std::string(soap->path) == path) return SOAP_OK;
+    return soap_sender_fault_subcode(soap, "ter:ActionNotSupported", "No such service at this address",
+                                     nullptr);
+}
+
 void fillProfile(struct soap* soap, tt__Profile& p, int index) {
     const char* tokens[] = {"main", "sub"};
     const int sizes[][2] = {{1920, 1080}, {640, 360}};
@@ -512,6 +555,9 @@ void fillProfile(struct soap* soap, tt__Profile& p, int index) {
 
 int __trt__GetProfiles(struct soap* soap, struct _trt__GetProfiles*,
                        struct _trt__GetProfilesResponse* response) {
+    if (options.media2Only)
+        return soap_sender_fault_subcode(soap, "ter:ActionNotSupported", "No Media1", nullptr);
+    if (int error = requirePath(soap, kMediaPath)) return error;
     if (int error = requireAuth(soap)) return error;
     response->__sizeProfiles = 2;
     response->Profiles = soap_new_tt__Profile(soap, 2);
@@ -521,6 +567,9 @@ int __trt__GetProfiles(struct soap* soap, struct _trt__GetProfiles*,
 
 int __trt__GetProfile(struct soap* soap, struct _trt__GetProfile* request,
                       struct _trt__GetProfileResponse* response) {
+    if (options.media2Only)
+        return soap_sender_fault_subcode(soap, "ter:ActionNotSupported", "No Media1", nullptr);
+    if (int error = requirePath(soap, kMediaPath)) return error;
     if (int error = requireAuth(soap)) return error;
     const std::string token = request->ProfileToken ? request->ProfileToken : "";
     if (token != "main" && token != "sub")
@@ -532,13 +581,64 @@ int __trt__GetProfile(struct soap* soap, struct _trt__GetProfile* request,
 
 int __trt__GetStreamUri(struct soap* soap, struct _trt__GetStreamUri* request,
                         struct _trt__GetStreamUriResponse* response) {
+    if (options.media2Only)
+        return soap_sender_fault_subcode(soap, "ter:ActionNotSupported", "No Media1", nullptr);
+    if (int error = requirePath(soap, kMediaPath)) return error;
     if (int error = requireAuth(soap)) return error;
     const std::string token = request->ProfileToken ? request->ProfileToken : "none";
     // Like many cameras, the URI carries the credentials; devlet must strip them.
     const std::string userinfo = options.user.empty() ? "" : options.user + ":" + options.password + "@";
-    const std::string uri = "rtsp://" + userinfo + options.address + ":554/stream/" + token;
+    const std::string uri = "rtsp://" + userinfo + streamHost() + ":554/stream/" + token;
     response->MediaUri = soap_new_tt__MediaUri(soap);
     response->MediaUri->Uri = soap_strdup(soap, uri.c_str());
+    return SOAP_OK;
+}
+
+// Media2: the main profile is H.265, which Media1 cannot describe.
+int __tr2__GetProfiles(struct soap* soap, struct _tr2__GetProfiles* request,
+                       struct _tr2__GetProfilesResponse* response) {
+    if (int error = requirePath(soap, kMedia2Path)) return error;
+    if (int error = requireAuth(soap)) return error;
+    bool withEncoder = false;
+    for (int i = 0; i < request->__sizeType; ++i) {
+        const std::string type = request->Type[i] ? request->Type[i] : "";
+        withEncoder = withEncoder || type == "All" || type == "VideoEncoder";
+    }
+    const char* tokens[] = {"main", "sub"};
+    const char* encodings[] = {"H265", "H264"};
+    const int sizes[][2] = {{1920, 1080}, {640, 360}};
+    response->__sizeProfiles = 2;
+    response->Profiles = soap_new_tr2__MediaProfile(soap, 2);
+    for (int i = 0; i < 2; ++i) {
+        tr2__MediaProfile& p = response->Profiles[i];
+        p.token = soap_strdup(soap, tokens[i]);
+        p.Name = soap_strdup(soap, tokens[i]);
+        // Without a Type a profile carries only its name and token.
+        if (!withEncoder) continue;
+        p.Configurations = soap_new_tr2__ConfigurationSet(soap);
+        auto* encoder = p.Configurations->VideoEncoder = soap_new_tt__VideoEncoder2Configuration(soap);
+        encoder->token = soap_strdup(soap, tokens[i]);
+        encoder->Name = soap_strdup(soap, tokens[i]);
+        encoder->Encoding = soap_strdup(soap, encodings[i]);
+        encoder->Resolution = soap_new_tt__VideoResolution2(soap);
+        encoder->Resolution->Width = sizes[i][0];
+        encoder->Resolution->Height = sizes[i][1];
+    }
+    return SOAP_OK;
+}
+
+int __tr2__GetStreamUri(struct soap* soap, struct _tr2__GetStreamUri* request,
+                        struct _tr2__GetStreamUriResponse* response) {
+    if (int error = requirePath(soap, kMedia2Path)) return error;
+    if (int error = requireAuth(soap)) return error;
+    const std::string protocol = request->Protocol ? request->Protocol : "";
+    if (protocol != "RtspUnicast" && protocol != "RTSP")
+        return soap_sender_fault_subcode(soap, "ter:InvalidArgVal", "Unsupported protocol", nullptr);
+    const std::string token = request->ProfileToken ? request->ProfileToken : "none";
+    if (token != "main" && token != "sub")
+        return soap_sender_fault_subcode(soap, "ter:InvalidArgVal", "No such profile", nullptr);
+    const std::string userinfo = options.user.empty() ? "" : options.user + ":" + options.password + "@";
+    response->Uri = soap_strdup(soap, ("rtsp://" + userinfo + streamHost() + ":554/media2/" + token).c_str());
     return SOAP_OK;
 }
 
@@ -590,6 +690,10 @@ int main(int argc, char** argv) {
             options.auth = value();
         else if (arg == "--record-credentials")
             options.recordCredentials = value();
+        else if (arg == "--media2-only")
+            options.media2Only = true;
+        else if (arg == "--nat-address")
+            options.natAddress = value();
         else if (arg == "--hostile")
             options.hostile = value();
         else if (arg == "--ready-file")
@@ -602,6 +706,7 @@ int main(int argc, char** argv) {
                          "  [--mac M] [--clock-offset S] [--hello] [--bye] [--answer-delay-ms N] "
                          "[--no-probe-answers] [--fail-every N]\n"
                          "  [--auth usernametoken|digest-md5|digest-sha256] [--record-credentials FILE]\n"
+                         "  [--media2-only] [--nat-address HOST[:PORT]]\n"
                          "  [--hostile MODE] "
                          "[--ready-file F]\n";
             return 2;

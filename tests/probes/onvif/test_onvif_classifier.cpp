@@ -134,6 +134,9 @@ TEST(OnvifClassifier, ServiceUrlsAreChecked) {
     EXPECT_FALSE(isUsableServiceUrl("ftp://192.0.2.10/"));
     EXPECT_FALSE(isUsableServiceUrl("http:///path"));
     EXPECT_FALSE(isUsableServiceUrl("http://192.0.2.10/a b"));
+    // gSOAP would call the host after the '@'.
+    EXPECT_FALSE(isUsableServiceUrl("http://192.0.2.10/x@198.51.100.9/onvif/media"));
+    EXPECT_FALSE(isUsableServiceUrl("http://admin:pw@192.0.2.10/onvif/device_service"));
     EXPECT_FALSE(isUsableServiceUrl("http://" + std::string(2000, 'a')));
     EXPECT_EQ(urlHost("http://user:pw@192.0.2.10:8080/x"), "192.0.2.10");
     EXPECT_EQ(urlHost("http://[2001:db8::1]:80/"), "2001:db8::1");

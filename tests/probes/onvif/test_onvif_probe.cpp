@@ -42,7 +42,9 @@ public:
         ++snapshots;
     }
     void reportProbeError(const std::string&, const std::string& message) override { error = message; }
+    void reportScan(const std::string&, ScanReport report) override { scan = std::move(report); }
     std::vector<Instance> snapshot;
+    ScanReport scan;
     int snapshots = 0;
     std::string error;
 };
@@ -354,6 +356,70 @@ TEST_F(OnvifProbeTest, HttpsCameraIsQueriedOverTls) {
     EXPECT_EQ(byUuid(kUuidA)->properties.at("ONVIF_DEVICE_SERVICE_URL"),
               "https://192.0.2.36:8080/onvif/device_service");
     EXPECT_EQ(byUuid(kUuidA)->properties.at("ONVIF_DEVICE_MODEL"), "SimCam");
+}
+
+// A Profile T camera with Media2 alone: found through GetServices, its H.265 profile offered.
+TEST_F(OnvifProbeTest, Media2OnlyCameraIsOfferedWithStreamUris) {
+    camera(38, kUuidA, {"--media2-only"});
+    startProbe(details());
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_1_URI");
+    })) << describe();
+    const auto& p = byUuid(kUuidA)->properties;
+    EXPECT_EQ(p.at("ONVIF_STREAM_0_URI"), "rtsp://192.0.2.38:554/media2/main");
+    EXPECT_EQ(p.at("ONVIF_STREAM_0_PROFILE"), "main");
+    EXPECT_EQ(p.at("ONVIF_STREAM_0_ENCODING"), "H265");
+    EXPECT_EQ(p.at("ONVIF_STREAM_0_RESOLUTION"), "1920x1080");
+    EXPECT_EQ(p.at("ONVIF_STREAM_1_URI"), "rtsp://192.0.2.38:554/media2/sub");
+    EXPECT_EQ(p.at("ONVIF_STREAM_1_ENCODING"), "H264");
+    for (const auto& [key, value] : p) EXPECT_EQ(value.find("secret"), std::string::npos) << key;
+}
+
+// A camera behind NAT names its inside address for its services; the simulated camera serves
+// media only at the path it named, so the streams come only from the rewritten address.
+TEST_F(OnvifProbeTest, CameraBehindNatIsQueriedAtTheContactedHost) {
+    camera(39, kUuidA, {"--nat-address", "192.168.1.64"});
+    startProbe(details());
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_1_URI");
+    })) << describe();
+    // Stream URIs stay as the camera said them; the status says so.
+    EXPECT_EQ(byUuid(kUuidA)->properties.at("ONVIF_STREAM_0_URI"), "rtsp://192.168.1.64:554/stream/main");
+    ASSERT_TRUE(runUntil([&](const auto&) { return !sink_.scan.deviceNotes.empty(); })) << describe();
+    const std::string id = byUuid(kUuidA)->id;
+    ASSERT_EQ(sink_.scan.deviceNotes.count(id), 1u);
+    EXPECT_EQ(sink_.scan.deviceNotes.at(id),
+              (std::vector<std::string>{
+                  "service address rewritten to the contacted host: media: 192.168.1.64 -> 192.0.2.39:8080",
+                  "stream URIs name 192.168.1.64, not the contacted host 192.0.2.39; kept as the camera said "
+                  "them"}));
+}
+
+// The same for Media2, through `devlet probe onvif`'s pass: offered, with the rewrite in its status.
+TEST_F(OnvifProbeTest, Media2CameraBehindNatIsOfferedInAPass) {
+    camera(40, kUuidB, {"--media2-only", "--nat-address", "192.168.1.65:80"});
+    ASSERT_TRUE(lab_->enter());
+    OnvifPassRequest request;
+    request.configuration = "pass";
+    std::vector<DetailsProblem> problems;
+    request.details = parseOnvifDetails("interfaces: [br0]\n", problems);
+    ASSERT_TRUE(problems.empty());
+    request.credential = Credential{"admin", "secret"};
+    const std::vector<OnvifPassResult> results = runOnvifPass({request}, 60s, 4);
+    lab_->leave();
+    ASSERT_EQ(results.size(), 1u);
+    ASSERT_EQ(results[0].cameras.size(), 1u);
+    const CameraStatus& camera = results[0].cameras[0];
+    EXPECT_EQ(camera.status, DeviceStatus::UpWithAuth) << camera.error;
+    EXPECT_TRUE(camera.offered) << camera.reason;
+    EXPECT_TRUE(camera.media2);
+    EXPECT_EQ(camera.mediaUrl, "http://192.0.2.40:8080/onvif/media2_service");
+    EXPECT_EQ(camera.rewrittenServices,
+              std::vector<std::string>{"media2: 192.168.1.65:80 -> 192.0.2.40:8080"});
+    EXPECT_EQ(camera.streamHostsElsewhere, std::vector<std::string>{"192.168.1.65"});
+    ASSERT_EQ(camera.streams.size(), 2u);
+    EXPECT_EQ(camera.streams[0].uri, "rtsp://192.168.1.65:554/media2/main");
+    EXPECT_EQ(camera.streams[0].encoding, "H265");
 }
 
 TEST_F(OnvifProbeTest, HelloAddsAndByeRemovesACamera) {
