@@ -175,6 +175,15 @@ void printInstances(const json::object& doc) {
                         field(i, "reason").empty() ? "-" : field(i, "reason")});
     }
     printTable(std::cout, rows);
+    std::vector<std::string> notes;
+    for (const json::value& v : arrayAt(doc, "instances")) {
+        if (!v.is_object()) continue;
+        for (const json::value& note : arrayAt(v.as_object(), "deviceNotes"))
+            if (note.is_string())
+                notes.push_back(field(v.as_object(), "name") + ": " + std::string(note.as_string()));
+    }
+    if (!notes.empty()) std::cout << "\nnotes:\n";
+    for (const std::string& note : notes) std::cout << "  " << note << "\n";
     const json::array& excluded = arrayAt(doc, "excluded");
     if (!excluded.empty()) std::cout << "\nseen but not offered:\n";
     for (const json::value& e : excluded) {

@@ -210,6 +210,8 @@ TEST(StatusReport, ExcludedDevicesAreExplainedPerConfiguration) {
     StatusSnapshot s = connectedSnapshot();
     auto& c = s.configurations[0];
     c.instances[0].deviceState = "up without authentication (its credentials were refused)";
+    c.instances[0].deviceNotes = {
+        "service address rewritten to the contacted host: media: 192.168.1.64 -> 203.0.113.5:8080"};
     c.discovery.excluded = {
         {"http://admin:pw@192.0.2.9/onvif/device_service-uuid-9", "filtered out by macAddresses Exclude", 1},
         {"", "no rule in udevRules matches them", 312}};
@@ -246,6 +248,11 @@ TEST(StatusReport, ExcludedDevicesAreExplainedPerConfiguration) {
     EXPECT_EQ(instances.at("instances").as_array().at(0).at("deviceState").as_string(),
               "up without authentication (its credentials were refused)");
     EXPECT_TRUE(instances.at("instances").as_array().at(1).at("deviceState").is_null());
+    const json::array& notes = instances.at("instances").as_array().at(0).at("deviceNotes").as_array();
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_EQ(notes.at(0).as_string(),
+              "service address rewritten to the contacted host: media: 192.168.1.64 -> 203.0.113.5:8080");
+    EXPECT_TRUE(instances.at("instances").as_array().at(1).at("deviceNotes").as_array().empty());
     EXPECT_EQ(instances.at("excluded").as_array().size(), 2u);
     EXPECT_EQ(instances.at("excluded").as_array().at(0).at("configuration").as_string(), "cams");
 
