@@ -228,6 +228,38 @@ TEST_F(OnvifProbeCommandTest, JsonHoldsStatesStreamsAndReasons) {
     EXPECT_FALSE(contains(result.output, "secret"));
 }
 
+// A Media2-only camera behind NAT: its media service is called at the contacted host, and
+// the text and the JSON say that its addresses named another host.
+TEST_F(OnvifProbeCommandTest, RewrittenServiceAddressesAreTold) {
+    camera(22, kUuidA, {"--media2-only", "--nat-address", "192.168.1.64"});
+    const CommandResult text = probe({"--user", "admin", "--password-file", password_});
+    ASSERT_EQ(text.exitCode, 0) << text.output;
+    const std::string a = cameraBlock(text.output, kUuidA);
+    EXPECT_TRUE(contains(a, "media:     Media2 at http://192.0.2.22:8080/onvif/media2_service"))
+        << text.output;
+    EXPECT_TRUE(
+        contains(a,
+                 "address:   service address rewritten to the contacted host: media2: 192.168.1.64 -> "
+                 "192.0.2.22:8080"))
+        << text.output;
+    EXPECT_TRUE(contains(a, "address:   stream URIs name 192.168.1.64, not the contacted host 192.0.2.22"))
+        << text.output;
+    EXPECT_TRUE(contains(a, "stream:    main 1920x1080 H265 rtsp://192.168.1.64:554/media2/main"))
+        << text.output;
+    EXPECT_TRUE(contains(a, "offered:   yes")) << text.output;
+
+    const CommandResult json = probe({"--json", "--user", "admin", "--password-file", password_});
+    ASSERT_EQ(json.exitCode, 0) << json.output;
+    boost::system::error_code error;
+    const boost::json::value document = boost::json::parse(json.output, error);
+    ASSERT_FALSE(error) << error.message() << ": " << json.output;
+    const auto& camera = document.at("configurations").at(0).at("cameras").at(0).as_object();
+    EXPECT_EQ(camera.at("mediaService").as_string(), "media2");
+    EXPECT_EQ(camera.at("rewrittenServices").at(0).as_string(), "media2: 192.168.1.64 -> 192.0.2.22:8080");
+    EXPECT_EQ(camera.at("streamHostsElsewhere").at(0).as_string(), "192.168.1.64");
+    EXPECT_FALSE(contains(json.output, "secret"));
+}
+
 TEST_F(OnvifProbeCommandTest, PasswordsAreRefusedOnTheCommandLine) {
     const CommandResult inline_ = probe({"--user", "admin", "--password", "secret"});
     EXPECT_EQ(inline_.exitCode, 2) << inline_.output;
