@@ -132,5 +132,32 @@ TEST_F(OnvifCamerasTest, StatusNamesEachCamerasStateAndWhyOneIsNotOffered) {
     EXPECT_EQ(page.find("other\""), std::string::npos);
 }
 
+// A camera behind NAT names its inside address for its services: the status API says, under
+// the offered camera, that devlet called them at the contacted host instead.
+TEST_F(OnvifCamerasTest, StatusSaysWhenACamerasServiceAddressWasRewritten) {
+    camera(16, "66666666-6666-4666-8666-666666666666", {"--nat-address", "192.168.1.64"});
+    startDaemon();
+    ASSERT_TRUE(waitForDevices(kCl, 1, 60s));
+    ASSERT_TRUE(lab_->enter());
+    const unsigned short port = statusPortFromLog(daemon_->log());
+    std::string instances;
+    const bool told = eventually(
+        [&] {
+            instances = httpGet(port, "/api/v1/instances").body;
+            return instances.find("\"deviceNotes\":[\"") != std::string::npos;
+        },
+        60s);
+    lab_->leave();
+    ASSERT_TRUE(told) << instances;
+    EXPECT_NE(instances.find("service address rewritten to the contacted host: media: 192.168.1.64 -> "
+                             "192.0.2.16:8080"),
+              std::string::npos)
+        << instances;
+    EXPECT_NE(instances.find("stream URIs name 192.168.1.64, not the contacted host 192.0.2.16"),
+              std::string::npos)
+        << instances;
+    EXPECT_NE(instances.find("ONVIF_STREAM_0_URI"), std::string::npos) << instances;
+}
+
 }  // namespace
 }  // namespace devlet::test
