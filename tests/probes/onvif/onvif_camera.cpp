@@ -411,8 +411,8 @@ int postHeader(struct soap* soap, const char* key, const char* value) {
 
 }  // namespace
 
-// The camera's checks: none for GetSystemDateAndTime and GetCapabilities, a UsernameToken (or
-// HTTP Digest) for the rest.
+// The camera's checks: none for GetSystemDateAndTime, GetCapabilities and GetServices, a
+// UsernameToken (or HTTP Digest) for the rest.
 int requireAuth(struct soap* soap) {
     if (options.user.empty()) return SOAP_OK;
     if (digestMode()) return validDigest(soap) ? SOAP_OK : 401;

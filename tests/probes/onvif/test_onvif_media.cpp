@@ -170,6 +170,18 @@ TEST(OnvifMedia, Media2StreamUriFallsBackToTheRtspProtocolName) {
     EXPECT_EQ(report.profiles[1].uri, "rtsp://192.0.2.10/h264");
 }
 
+TEST(OnvifMedia, Media2ProfilesAreAskedForWithAllWhenTypesAreRefused) {
+    const CameraReport report =
+        play("http://192.0.2.10/onvif/device_service",
+             {time(), capabilitiesWithoutMedia(),
+              services({{"http://www.onvif.org/ver20/media/wsdl", "http://192.0.2.10/onvif/media2_service"}}),
+              deviceInformation(), networkInterfaces(), fault("ter:InvalidArgVal"), media2Profiles(),
+              media2StreamUri("rtsp://192.0.2.10/h265"), media2StreamUri("rtsp://192.0.2.10/h264")});
+    ASSERT_EQ(report.profiles.size(), 2u) << report.error;
+    EXPECT_EQ(report.profiles[0].encoding, "H265");
+    EXPECT_EQ(report.profiles[1].uri, "rtsp://192.0.2.10/h264");
+}
+
 TEST(OnvifMedia, Media1IsPreferredWhenTheCameraHasBoth) {
     const CameraReport report =
         play("http://192.0.2.10/onvif/device_service",
