@@ -33,8 +33,6 @@ namespace {
 // Discovery: mustUnderstand header blocks devlet does not model, SOAP 1.1, WS-Addressing
 // 2005/08, odd Types prefixes.
 constexpr const char* kTolerantReader = "tolerant-reader";
-// Profiles and stream URIs from the ver20 media service (Profile T).
-constexpr const char* kMedia2 = "media2";
 // A camera on DHCP whose GetNetworkInterfaces still lists an old manual address: the address
 // it uses is the one from DHCP.
 constexpr const char* kAddressFromDhcp = "address-from-dhcp";
@@ -541,7 +539,7 @@ const AnswerRow kAnswerRows[] = {
     // ---- Milesight (Media2) ----
     {
         .name = "milesight_Media2_GetProfiles_GetStreamUri",
-        .needs = kMedia2,
+        .needs = nullptr,
         .serviceUrl = "http://192.168.8.101/onvif/device_service",
         .answers = {{Call::Media2Profiles, "milesight/unnamed/GetProfiles-media2.xml"},
                     {Call::Media2StreamUri, "milesight/unnamed/GetStreamUri-media2.xml"}},
