@@ -567,6 +567,24 @@ TEST_F(OnvifProbeTest, DigestOnlyCamerasAreUpWithAuth) {
     EXPECT_EQ(byUuid.at(kUuidC).status, DeviceStatus::AuthenticationFailed) << byUuid.at(kUuidC).error;
 }
 
+// Media2's calls take HTTP Digest as Media1's do; the NAT'd address is called at the
+// contacted host, the only one the credential reaches.
+TEST_F(OnvifProbeTest, Media2DigestCameraBehindNatIsUpWithAuth) {
+    const auto log = dir_.path() / "media2-digest.log";
+    camera(63, kUuidA,
+           {"--media2-only", "--nat-address", "192.168.1.63", "--auth", "digest-sha256",
+            "--record-credentials", log.string()});
+    std::map<std::string, CameraStatus> byUuid = passStatuses(*lab_, credentials_);
+    ASSERT_EQ(byUuid.size(), 1u);
+    const CameraStatus& camera = byUuid.at(kUuidA);
+    EXPECT_EQ(camera.status, DeviceStatus::UpWithAuth) << camera.error;
+    EXPECT_TRUE(camera.media2);
+    EXPECT_EQ(camera.mediaUrl, "http://192.0.2.63:8080/onvif/media2_service");
+    ASSERT_EQ(camera.streams.size(), 2u) << camera.error;
+    EXPECT_EQ(camera.streams[0].encoding, "H265");
+    EXPECT_NE(readAll(log).find("192.0.2.1 Authorization"), std::string::npos) << readAll(log);
+}
+
 // A Digest camera is queried again after it missed a liveness check: the second query sends
 // no UsernameToken (the first one learned that the camera wants Digest alone).
 TEST_F(OnvifProbeTest, TheSchemeThatWorkedIsRememberedForTheNextQuery) {
