@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 
+#include <arpa/inet.h>
+
 #include "probes/onvif/http_digest.h"
 #include "probes/onvif/soap_wire.h"
 #include "probes/onvif/username_token.h"
@@ -391,6 +393,10 @@ void readDeviceInformation(struct soap* soap, const std::string& serviceUrl, Aut
     report.hardwareId = text(response.HardwareId);
 }
 
+std::string addressText(const tt__PrefixedIPv4Address* address) {
+    return address && address->Address ? text(address->Address, 64) : "";
+}
+
 void readNetworkInterfaces(struct soap* soap, const std::string& serviceUrl, Authenticator& auth,
                            CameraReport& report) {
     _tds__GetNetworkInterfaces request;
@@ -401,18 +407,21 @@ void readNetworkInterfaces(struct soap* soap, const std::string& serviceUrl, Aut
                                                          &response);
         }) != SOAP_OK)
         return;
-    // Akri: the first interface's hardware address and first IPv4 address.
+    // The first interface's hardware address, and the first IPv4 address in use (Akri takes
+    // the first one listed, which on DHCP can be a stale manual one).
     for (int i = 0; i < response.__sizeNetworkInterfaces; ++i) {
         const tt__NetworkInterface& ni = response.NetworkInterfaces[i];
         if (report.macAddress.empty() && ni.Info && ni.Info->HwAddress)
             report.macAddress = lowerMac(ni.Info->HwAddress);
         if (report.ipAddress.empty() && ni.IPv4 && ni.IPv4->Config) {
             const tt__IPv4Configuration& c = *ni.IPv4->Config;
-            if (c.__sizeManual > 0 && c.Manual[0].Address) {
-                report.ipAddress = text(c.Manual[0].Address, 64);
-            } else if (c.FromDHCP && c.FromDHCP->Address) {
-                report.ipAddress = text(c.FromDHCP->Address, 64);
-            }
+            Ipv4Configuration config;
+            for (int m = 0; c.Manual && m < c.__sizeManual && m < 16; ++m)
+                config.manual.push_back(addressText(&c.Manual[m]));
+            config.linkLocal = addressText(c.LinkLocal);
+            config.fromDhcp = addressText(c.FromDHCP);
+            if (c.DHCP) config.dhcp = text(c.DHCP, 16);
+            report.ipAddress = ipv4AddressInUse(config);
         }
     }
 }
@@ -562,6 +571,45 @@ std::string withoutCredentials(const std::string& uri) {
     if (at == std::string::npos) return uri;
     return name + "://" + authority.substr(at + 1) +
            (authorityEnd == std::string::npos ? std::string() : uri.substr(authorityEnd));
+}
+
+std::string ipv4AddressInUse(const Ipv4Configuration& config) {
+    auto usable = [](std::string address) -> std::string {
+        const auto first = address.find_first_not_of(" \t\r\n");
+        if (first == std::string::npos) return "";
+        address = address.substr(first, address.find_last_not_of(" \t\r\n") - first + 1);
+        in_addr parsed{};
+        if (inet_pton(AF_INET, address.c_str(), &parsed) != 1 || parsed.s_addr == 0) return "";
+        return address;
+    };
+    auto firstManual = [&] {
+        for (const std::string& address : config.manual) {
+            if (std::string a = usable(address); !a.empty()) return a;
+        }
+        return std::string();
+    };
+    std::optional<bool> dhcp;
+    if (config.dhcp) {
+        std::string value;
+        for (char c : *config.dhcp) {
+            if (!std::isspace(static_cast<unsigned char>(c)))
+                value += char(std::tolower(static_cast<unsigned char>(c)));
+        }
+        if (value == "true" || value == "1") dhcp = true;
+        if (value == "false" || value == "0") dhcp = false;
+    }
+    std::vector<std::string> candidates;
+    if (dhcp == true) {
+        candidates = {usable(config.fromDhcp), usable(config.linkLocal)};
+    } else if (dhcp == false) {
+        candidates = {firstManual(), usable(config.linkLocal)};
+    } else {
+        candidates = {firstManual(), usable(config.fromDhcp), usable(config.linkLocal)};
+    }
+    for (const std::string& address : candidates) {
+        if (!address.empty()) return address;
+    }
+    return "";
 }
 
 CameraReport checkCamera(const std::string& serviceUrl, const QueryOptions& options) {

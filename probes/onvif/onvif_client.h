@@ -49,4 +49,18 @@ CameraReport queryCamera(const std::string& serviceUrl, const std::optional<Cred
 // An RTSP (or HTTP) URI without user information; empty when it is not a usable URI.
 std::string withoutCredentials(const std::string& uri);
 
+// One network interface's IPv4 configuration as GetNetworkInterfaces lists it
+// (tt:IPv4Configuration), text as the camera wrote it.
+struct Ipv4Configuration {
+    std::vector<std::string> manual = {};
+    std::string linkLocal = {};
+    std::string fromDhcp = {};
+    std::optional<std::string> dhcp = {};  // xs:boolean; nullopt when left out
+};
+
+// The address the interface uses: FromDHCP (then LinkLocal) when DHCP is on, Manual (then
+// LinkLocal) when it is off, and the first of Manual, FromDHCP, LinkLocal when the camera
+// does not say. Empty when none is an IPv4 address other than 0.0.0.0.
+std::string ipv4AddressInUse(const Ipv4Configuration& config);
+
 }  // namespace devlet::onvif

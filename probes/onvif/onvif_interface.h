@@ -136,10 +136,15 @@ struct tt__PrefixedIPv4Address {
     char* Address;
     int PrefixLength;
 };
+/* Which address is in use follows DHCP (xs:boolean, kept as text so that a camera writing
+   "True" or leaving it out is read, not refused): the FromDHCP or LinkLocal address when
+   true, else Manual; cameras keep a stale Manual address while on DHCP. */
 struct tt__IPv4Configuration {
     int __sizeManual;
     struct tt__PrefixedIPv4Address* Manual;
+    struct tt__PrefixedIPv4Address* LinkLocal;
     struct tt__PrefixedIPv4Address* FromDHCP;
+    char* DHCP;
 };
 struct tt__IPv4NetworkInterface {
     char* Enabled;

@@ -525,6 +525,7 @@ int __tds__GetNetworkInterfaces(struct soap* soap, struct _tds__GetNetworkInterf
     ni.IPv4->Config->Manual = soap_new_tt__PrefixedIPv4Address(soap, 1);
     ni.IPv4->Config->Manual[0].Address = soap_strdup(soap, options.address.c_str());
     ni.IPv4->Config->Manual[0].PrefixLength = 24;
+    ni.IPv4->Config->DHCP = soap_strdup(soap, "false");  // required by tt:IPv4Configuration
     return SOAP_OK;
 }
 

@@ -230,6 +230,69 @@ TEST(StreamUri, CredentialsAreRemoved) {
     EXPECT_EQ(withoutCredentials("rtsp://host/a b"), "");
 }
 
+// tt:IPv4Configuration of GetNetworkInterfaces: which listed address the camera uses.
+TEST(NetworkInterface, DhcpOnTakesTheAddressFromDhcpOverAStaleManualOne) {
+    // The Axis M5525-E of tests/probes/onvif/corpus/axis.
+    EXPECT_EQ(ipv4AddressInUse({.manual = {"192.168.0.90"},
+                                .linkLocal = "169.254.148.62",
+                                .fromDhcp = "192.168.4.12",
+                                .dhcp = "true"}),
+              "192.168.4.12");
+}
+
+TEST(NetworkInterface, DhcpOnWithoutALeaseTakesTheLinkLocalAddress) {
+    EXPECT_EQ(ipv4AddressInUse({.manual = {"192.168.0.90"}, .linkLocal = "169.254.148.62", .dhcp = "true"}),
+              "169.254.148.62");
+    EXPECT_EQ(ipv4AddressInUse({.linkLocal = "169.254.148.62", .fromDhcp = "0.0.0.0", .dhcp = "true"}),
+              "169.254.148.62");
+}
+
+TEST(NetworkInterface, DhcpOnNeverTakesTheManualAddress) {
+    EXPECT_EQ(ipv4AddressInUse({.manual = {"192.168.0.90"}, .dhcp = "true"}), "");
+}
+
+TEST(NetworkInterface, DhcpOffTakesTheManualAddress) {
+    EXPECT_EQ(ipv4AddressInUse({.manual = {"192.0.2.5", "192.0.2.6"},
+                                .linkLocal = "169.254.1.2",
+                                .fromDhcp = "192.0.2.99",
+                                .dhcp = "false"}),
+              "192.0.2.5");
+    EXPECT_EQ(ipv4AddressInUse({.linkLocal = "169.254.1.2", .fromDhcp = "192.0.2.99", .dhcp = "false"}),
+              "169.254.1.2");
+}
+
+TEST(NetworkInterface, DhcpIsReadAsAnXmlSchemaBoolean) {
+    const Ipv4Configuration both{.manual = {"192.0.2.5"}, .fromDhcp = "192.0.2.99"};
+    for (const char* on : {"true", "1", " True\n", "TRUE"}) {
+        Ipv4Configuration config = both;
+        config.dhcp = on;
+        EXPECT_EQ(ipv4AddressInUse(config), "192.0.2.99") << on;
+    }
+    for (const char* off : {"false", "0", "False"}) {
+        Ipv4Configuration config = both;
+        config.dhcp = off;
+        EXPECT_EQ(ipv4AddressInUse(config), "192.0.2.5") << off;
+    }
+}
+
+// A camera that leaves DHCP out (or writes something else) is read as it lists its addresses.
+TEST(NetworkInterface, WithoutDhcpTheFirstListedAddressIsTaken) {
+    EXPECT_EQ(ipv4AddressInUse({.manual = {"192.0.2.5"}, .fromDhcp = "192.0.2.99"}), "192.0.2.5");
+    EXPECT_EQ(ipv4AddressInUse({.manual = {"192.0.2.5"}, .fromDhcp = "192.0.2.99", .dhcp = "yes"}),
+              "192.0.2.5");
+    EXPECT_EQ(ipv4AddressInUse({.linkLocal = "169.254.1.2", .fromDhcp = "192.0.2.99"}), "192.0.2.99");
+    EXPECT_EQ(ipv4AddressInUse({.linkLocal = "169.254.1.2"}), "169.254.1.2");
+}
+
+TEST(NetworkInterface, WhatIsNotAnIpv4AddressIsPassedOver) {
+    EXPECT_EQ(
+        ipv4AddressInUse({.manual = {"", "0.0.0.0", "camera.local", "fe80::1", "192.0.2.300", " 192.0.2.7 "},
+                          .dhcp = "false"}),
+        "192.0.2.7");
+    EXPECT_EQ(ipv4AddressInUse({.fromDhcp = "192.0.2", .dhcp = "true"}), "");
+    EXPECT_EQ(ipv4AddressInUse({}), "");
+}
+
 TEST(Credentials, ErrorsNeverQuoteAPassword) {
     CredentialStore store;
     Outcome bad = CredentialStore::parse("default: {username: admin, pasword: hunter2}\n", "test", store);
