@@ -6,6 +6,7 @@
 #include <ctime>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include <arpa/inet.h>
 
@@ -556,6 +557,101 @@ void noteStreamHosts(const std::string& serviceUrl, CameraReport& report) {
 
 }  // namespace
 
+namespace {
+
+// Names under which camera firmware puts a password into a stream URI's path or query
+// (Xiongmai: /user=admin_password=…_channel=1_stream=0.sdp); matched in any case.
+constexpr std::string_view kPasswordParameters[] = {"password", "passwd", "pass", "pwd"};
+
+bool startsParameter(char c) {
+    return c == '_' || c == '&' || c == ';' || c == '/' || c == '?';
+}
+
+// "_channel=": the next parameter of a path that joins them with '_'. A lone '_' belongs to
+// the value, so a password with one in it is left out whole.
+bool isUnderscoreParameter(std::string_view rest) {
+    if (rest.size() < 3 || rest[0] != '_' || !std::isalpha(static_cast<unsigned char>(rest[1]))) return false;
+    std::size_t i = 2;
+    while (i < rest.size() && std::isalnum(static_cast<unsigned char>(rest[i]))) ++i;
+    return i < rest.size() && rest[i] == '=';
+}
+
+// The password parameter whose name starts at `at` in a URI's path, query and fragment
+// (`tail`), or nullopt.
+std::optional<std::string_view> passwordParameterAt(std::string_view tail, std::size_t at) {
+    if (at == 0 || !startsParameter(tail[at - 1])) return std::nullopt;
+    for (std::string_view name : kPasswordParameters) {
+        if (tail.size() <= at + name.size() || tail[at + name.size()] != '=') continue;
+        if (std::equal(name.begin(), name.end(), tail.begin() + at,
+                       [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); }))
+            return name;
+    }
+    return std::nullopt;
+}
+
+// Where the value that starts at `from` ends: at the next parameter, or where the path,
+// query or fragment ends. In the query, '/' and '?' may be part of a value.
+std::size_t valueEnd(std::string_view tail, std::size_t from) {
+    const std::size_t fragment = std::min(tail.find('#'), tail.size());
+    const std::size_t query = std::min(tail.find('?'), fragment);
+    for (std::size_t i = from; i < fragment; ++i) {
+        const char c = tail[i];
+        if (i == query || c == '&' || c == ';' || (i < query && c == '/')) return i;
+        if (c == '_' && isUnderscoreParameter(tail.substr(i))) return i;
+    }
+    return fragment;
+}
+
+// The path, query and fragment with every password parameter's value left out; the
+// parameters' names are added to `found` when given.
+std::string withoutPasswordValues(std::string tail, std::vector<std::string_view>* found = nullptr) {
+    for (std::size_t at = 1; at < std::min(tail.find('#'), tail.size()); ++at) {
+        const auto name = passwordParameterAt(tail, at);
+        if (!name) continue;
+        const std::size_t value = at + name->size() + 1;
+        tail.erase(value, valueEnd(tail, value) - value);
+        if (found && std::find(found->begin(), found->end(), *name) == found->end()) found->push_back(*name);
+        at = value;
+    }
+    return tail;
+}
+
+// Where a URI's path begins (its first '/', '?' or '#' after the authority), or npos.
+std::size_t pathStart(const std::string& uri, std::size_t scheme) {
+    return uri.find_first_of("/?#", scheme + 3);
+}
+
+// The camera's error text says which stream URIs have a password parameter, never its value
+// (withoutCredentials has left it out): a user reading the URI learns why it does not play as
+// shown, and where a broker that has the password puts it.
+void notePasswordParameters(CameraReport& report) {
+    std::vector<std::string_view> names;
+    std::vector<std::string> profiles;
+    for (const StreamProfile& profile : report.profiles) {
+        const auto scheme = profile.uri.find("://");
+        if (scheme == std::string::npos) continue;
+        const auto path = pathStart(profile.uri, scheme);
+        if (path == std::string::npos) continue;
+        std::vector<std::string_view> here;
+        withoutPasswordValues(profile.uri.substr(path), &here);
+        if (here.empty()) continue;
+        for (std::string_view name : here) {
+            if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+        }
+        profiles.push_back(profile.token);
+    }
+    if (profiles.empty()) return;
+    std::string note = profiles.size() == 1 ? "the stream URI of profile " : "the stream URIs of profiles ";
+    for (std::size_t i = 0; i < profiles.size(); ++i) note += (i ? ", " : "") + profiles[i];
+    note += profiles.size() == 1 ? " has" : " have";
+    note += " a password parameter in the path or query (";
+    for (std::size_t i = 0; i < names.size(); ++i) note += (i ? ", " : "") + std::string(names[i]) + "=";
+    note += "): shown without its value, where a broker that has the camera's password puts it";
+    report.error += (report.error.empty() ? "" : "; ") + note;
+}
+
+}  // namespace
+
 std::string withoutCredentials(const std::string& uri) {
     const auto scheme = uri.find("://");
     if (scheme == std::string::npos || scheme == 0 || uri.size() > 1024) return "";
@@ -564,13 +660,13 @@ std::string withoutCredentials(const std::string& uri) {
     }
     const std::string name = uri.substr(0, scheme);
     if (name != "rtsp" && name != "rtsps" && name != "http" && name != "https" && name != "rtspu") return "";
-    const auto authorityEnd = uri.find_first_of("/?#", scheme + 3);
+    const auto authorityEnd = pathStart(uri, scheme);
     const std::string authority = uri.substr(
         scheme + 3, authorityEnd == std::string::npos ? std::string::npos : authorityEnd - scheme - 3);
     const auto at = authority.rfind('@');
-    if (at == std::string::npos) return uri;
-    return name + "://" + authority.substr(at + 1) +
-           (authorityEnd == std::string::npos ? std::string() : uri.substr(authorityEnd));
+    return name + "://" + (at == std::string::npos ? authority : authority.substr(at + 1)) +
+           (authorityEnd == std::string::npos ? std::string()
+                                              : withoutPasswordValues(uri.substr(authorityEnd)));
 }
 
 std::string ipv4AddressInUse(const Ipv4Configuration& config) {
@@ -657,6 +753,7 @@ CameraReport queryCamera(const std::string& serviceUrl, const std::optional<Cred
         readProfiles(soap.get(), auth, options, report);
     }
     noteStreamHosts(serviceUrl, report);
+    notePasswordParameters(report);
     return report;
 }
 

@@ -46,7 +46,9 @@ CameraReport checkCamera(const std::string& serviceUrl, const QueryOptions& opti
 CameraReport queryCamera(const std::string& serviceUrl, const std::optional<Credential>& credential,
                          const QueryOptions& options);
 
-// An RTSP (or HTTP) URI without user information; empty when it is not a usable URI.
+// An RTSP (or HTTP) URI without user information and with the values of password
+// parameters in its path and query left out ("…/user=admin_password=_channel=1…"); empty
+// when it is not a usable URI.
 std::string withoutCredentials(const std::string& uri);
 
 // One network interface's IPv4 configuration as GetNetworkInterfaces lists it

@@ -203,6 +203,9 @@ struct Expected {
     std::optional<std::string> mediaUrl = {};
     std::optional<std::vector<StreamProfile>> profiles = {};
     std::optional<std::string> firstStreamUri = {};
+    std::optional<std::string> errorIncludes = {};
+    // A password the camera's answers carry, which nothing in the report may show.
+    std::optional<std::string> secret = {};
 };
 
 struct AnswerRow {
@@ -577,13 +580,17 @@ const AnswerRow kAnswerRows[] = {
     },
     {
         // The firmware puts the credential in the URI's path, where no user information
-        // rule finds it: the URI is what the camera said, password and all.
+        // rule finds it: the URI keeps its shape, the password's value is left out, and the
+        // camera's error text says so.
         .name = "xiongmai_GetStreamUri_credentials_in_path",
         .needs = nullptr,
         .serviceUrl = "http://192.168.1.36/onvif/device_service",
         .answers = {{Call::StreamUri, "xiongmai/IPC-model/GetStreamUri.xml"}},
         .expected = {.firstStreamUri =
-                         "rtsp://192.168.1.36:554/user=admin_password=tlJwpbo6_channel=1_stream=0.sdp?real_stream"},
+                         "rtsp://192.168.1.36:554/user=admin_password=_channel=1_stream=0.sdp?real_stream",
+                     .errorIncludes = "the stream URI of profile stand-in has a password parameter in the path "
+                                      "or query (password=): shown without its value",
+                     .secret = "tlJwpbo6"},
     },
 };
 // clang-format on
@@ -655,6 +662,13 @@ TEST_P(CorpusAnswers, YieldTheReport) {
             EXPECT_EQ(got.height, expected.height) << i;
             EXPECT_EQ(got.uri, expected.uri) << i;
         }
+    }
+    if (want.errorIncludes) {
+        EXPECT_NE(report.error.find(*want.errorIncludes), std::string::npos) << report.error;
+    }
+    if (want.secret) {
+        EXPECT_EQ(report.error.find(*want.secret), std::string::npos);
+        for (const StreamProfile& p : report.profiles) EXPECT_EQ(p.uri.find(*want.secret), std::string::npos);
     }
     if (want.firstStreamUri) {
         ASSERT_FALSE(report.profiles.empty());

@@ -230,6 +230,61 @@ TEST(StreamUri, CredentialsAreRemoved) {
     EXPECT_EQ(withoutCredentials("rtsp://host/a b"), "");
 }
 
+// Xiongmai firmware's GetStreamUri (tests/probes/onvif/corpus/xiongmai): user and password
+// in the path, where no user information rule reaches.
+TEST(StreamUri, PasswordInAnUnderscorePathLosesItsValue) {
+    EXPECT_EQ(withoutCredentials("rtsp://192.168.1.36:554/user=admin_password=tlJwpbo6_channel=1_stream=0.sdp"
+                                 "?real_stream"),
+              "rtsp://192.168.1.36:554/user=admin_password=_channel=1_stream=0.sdp?real_stream");
+}
+
+TEST(StreamUri, PasswordAfterEachDelimiterLosesItsValue) {
+    EXPECT_EQ(withoutCredentials("rtsp://h/live?user=admin&password=s3cret&channel=1"),
+              "rtsp://h/live?user=admin&password=&channel=1");
+    EXPECT_EQ(withoutCredentials("rtsp://h/user=admin&password=s3cret&channel=1&stream=0.sdp?"),
+              "rtsp://h/user=admin&password=&channel=1&stream=0.sdp?");
+    EXPECT_EQ(withoutCredentials("rtsp://h/live;user=admin;pwd=s3cret;channel=1"),
+              "rtsp://h/live;user=admin;pwd=;channel=1");
+    EXPECT_EQ(withoutCredentials("rtsp://h/pass=s3cret/ch1"), "rtsp://h/pass=/ch1");
+    EXPECT_EQ(withoutCredentials("rtsp://h/live?passwd=s3cret"), "rtsp://h/live?passwd=");
+    EXPECT_EQ(withoutCredentials("rtsp://h/live/passwd=s3cret?x=1"), "rtsp://h/live/passwd=?x=1");
+}
+
+TEST(StreamUri, PasswordNamesMatchInAnyCase) {
+    EXPECT_EQ(withoutCredentials("rtsp://h/live?PassWord=s3cret&PWD=s3cret&Pass=s3cret&PASSWD=s3cret"),
+              "rtsp://h/live?PassWord=&PWD=&Pass=&PASSWD=");
+}
+
+TEST(StreamUri, EveryPasswordParameterLosesItsValue) {
+    EXPECT_EQ(withoutCredentials("rtsp://admin:s3cret@h/a_pwd=s3cret_b=1?password=s3cret&pwd=s3cret#top"),
+              "rtsp://h/a_pwd=_b=1?password=&pwd=#top");
+}
+
+// A value ends at the next parameter, not at the first character that could end one: no part
+// of a password with '_', '/' or '?' in it is left behind.
+TEST(StreamUri, APasswordWithDelimitersInItIsLeftOutWhole) {
+    EXPECT_EQ(withoutCredentials("rtsp://h/user=admin_password=ab_cd_channel=1"),
+              "rtsp://h/user=admin_password=_channel=1");
+    EXPECT_EQ(withoutCredentials("rtsp://h/live?password=a/b?c_d&channel=1"),
+              "rtsp://h/live?password=&channel=1");
+    EXPECT_EQ(withoutCredentials("rtsp://h/user=admin_password=ab_"), "rtsp://h/user=admin_password=");
+}
+
+TEST(StreamUri, NamesThatOnlyLookLikePasswordsAreKept) {
+    for (const std::string uri :
+         {"rtsp://h/live?passage=1&compass=2", "rtsp://h/compass=2/passage=1", "rtsp://h/live?bypass=3",
+          "rtsp://h/passwords=4", "rtsp://h/live?user=password", "rtsp://h/live?password",
+          "rtsp://h/live?x=password=5", "rtsp://h/my-pwd=6", "rtsp://h/live?password%3D7",
+          "rtsp://pass.example/live"})
+        EXPECT_EQ(withoutCredentials(uri), uri);
+}
+
+TEST(StreamUri, AnEmptyPasswordStaysEmpty) {
+    EXPECT_EQ(withoutCredentials("rtsp://h/user=admin_password=_channel=1"),
+              "rtsp://h/user=admin_password=_channel=1");
+    EXPECT_EQ(withoutCredentials("rtsp://h/live?password=&pwd="), "rtsp://h/live?password=&pwd=");
+}
+
 // tt:IPv4Configuration of GetNetworkInterfaces: which listed address the camera uses.
 TEST(NetworkInterface, DhcpOnTakesTheAddressFromDhcpOverAStaleManualOne) {
     // The Axis M5525-E of tests/probes/onvif/corpus/axis.
