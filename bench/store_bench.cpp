@@ -27,8 +27,8 @@ struct Samples {
     std::vector<double> hold, release, floor;
 };
 
-StoredSlot slot(int instance, int index) {
-    StoredSlot result;
+Slot slot(int instance, int index) {
+    Slot result;
     result.instance = "cams-" + std::to_string(100000 + instance);
     result.index = index;
     result.deviceId = result.instance + "-" + std::to_string(index);
@@ -45,11 +45,11 @@ Samples run(int rounds) {
     if (!store) throw std::runtime_error(error);
     Samples samples;
     // As many rows as 1,000 instances with one pod each: the table Allocate writes into.
-    std::vector<StoredSlot> background;
+    std::vector<Slot> background;
     for (int i = 0; i < 1000; ++i) background.push_back(slot(i, 0));
     if (auto outcome = store->holdSlots(background); !outcome) throw std::runtime_error(outcome.error());
     for (int i = 0; i < rounds; ++i) {
-        StoredSlot held = slot(i % 1000, 1 + i % 3);
+        Slot held = slot(i % 1000, 1 + i % 3);
         auto start = Clock::now();
         if (auto outcome = store->holdSlots({held}); !outcome) throw std::runtime_error(outcome.error());
         samples.hold.push_back(ms(Clock::now() - start));

@@ -525,8 +525,8 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
                 i.deviceState = state->second;
             if (auto notes = deviceNotes.find(instance.device.id); notes != deviceNotes.end())
                 i.deviceNotes = notes->second;
-            for (SlotView& slot : instance.slots) {
-                i.slots.push_back({std::move(slot.id), slot.index, slot.index < c.capacity,
+            for (Slot& slot : instance.slots) {
+                i.slots.push_back({std::move(slot.deviceId), slot.index, slot.index < c.capacity,
                                    std::move(slot.holderResource), std::move(slot.pod),
                                    std::move(slot.podNamespace), slot.sinceMs});
             }

@@ -1,7 +1,6 @@
 #include "runtime/inventory.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "runtime/log.h"
 #include "runtime/naming.h"
@@ -17,27 +16,7 @@ std::string upper(std::string s) {
     return s;
 }
 
-// "<instance>-<k>" -> ("<instance>", k); k = -1 when the id has no slot suffix.
-std::pair<std::string, int> splitSlotId(const std::string& id) {
-    const auto dash = id.rfind('-');
-    if (dash == std::string::npos || dash + 1 >= id.size()) return {id, -1};
-    int index = -1;
-    const char* begin = id.data() + dash + 1;
-    const char* end = id.data() + id.size();
-    auto [ptr, ec] = std::from_chars(begin, end, index);
-    if (ec != std::errc() || ptr != end || index < 0) return {id, -1};
-    return {id.substr(0, dash), index};
-}
 }  // namespace
-
-Inventory::Clock Inventory::Clock::system() {
-    return {[] { return std::chrono::steady_clock::now(); },
-            [] {
-                return std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                    .count();
-            }};
-}
 
 Inventory::Inventory(std::string nodeName, std::string resourceDomain, Store* store,
                      InventoryObserver& observer)
@@ -49,7 +28,8 @@ Inventory::Inventory(std::string nodeName, std::string resourceDomain, Store* st
       domain_(std::move(resourceDomain)),
       store_(store),
       observer_(observer),
-      clock_(std::move(clock)) {}
+      clock_(std::move(clock)),
+      ledger_(store, clock_, *this) {}
 
 std::string Inventory::instanceResource(const std::string& instance) const {
     return domain_ + "/" + instance;
@@ -60,7 +40,7 @@ std::string Inventory::instanceResource(const std::string& instance) const {
 
 void Inventory::applyConfigurations(const std::vector<Configuration>& configurations,
                                     const std::map<std::string, std::chrono::milliseconds>& removalGrace) {
-    ++revision_;
+    Edit edit(*this);
     std::set<std::string> wanted;
     for (const Configuration& configuration : configurations) {
         wanted.insert(configuration.name);
@@ -93,7 +73,7 @@ void Inventory::applyConfigurations(const std::vector<Configuration>& configurat
         }
         changed_.insert(resource);
         if (added) {
-            adoptRetainedSlots(c);
+            placeHeldSlots(c);
             event("info", configuration.name,
                   "configuration " + configuration.name + " (" + configuration.handler + ", capacity " +
                       std::to_string(configuration.capacity) + ") loaded from " + configuration.sourceFile);
@@ -127,15 +107,15 @@ void Inventory::removeConfiguration(const std::string& name) {
     auto it = configurations_.find(name);
     if (it == configurations_.end()) return;
     ConfigurationState& c = it->second;
-    const std::size_t retainedBefore = retained_.size();
-    retainHeldSlots(c);
-    const std::size_t retained = retained_.size() - retainedBefore;
+    // Its held slots stay held, in the ledger and in the store, until their pods are gone:
+    // a configuration that comes back must not hand them out a second time.
+    std::size_t retained = 0;
     for (auto& [instanceName, instance] : c.instances) {
         changed_.insert(instanceResource(instanceName));
-        const bool held = std::any_of(instance.slots.begin(), instance.slots.end(),
-                                      [](const Slot& slot) { return !slot.holderResource.empty(); });
+        const std::size_t held = ledger_.heldBy(instanceName);
+        retained += held;
         // A held instance keeps its row: its device id is needed if the configuration returns.
-        if (store_ && !held) (void)store_->removeInstance(instanceName);
+        if (store_ && held == 0) (void)store_->removeInstance(instanceName);
     }
     if (store_) (void)store_->deactivateConfiguration(name, clock_.wallMs());
     changed_.insert(c.resource);
@@ -153,133 +133,51 @@ void Inventory::removeConfiguration(const std::string& name) {
     configurations_.erase(it);
 }
 
-void Inventory::retainHeldSlots(ConfigurationState& c) {
-    for (const auto& [instanceName, instance] : c.instances) {
-        for (std::size_t k = 0; k < instance.slots.size(); ++k) {
-            const Slot& slot = instance.slots[k];
-            if (slot.holderResource.empty()) continue;
-            retained_[slotId(instanceName, static_cast<int>(k))] = RetainedSlot{
-                c.configuration.name, instanceName, instance.device.id, static_cast<int>(k), slot};
-        }
-    }
-}
-
-void Inventory::adoptRetainedSlots(ConfigurationState& c) {
-    for (auto it = retained_.begin(); it != retained_.end();) {
-        if (it->second.configuration != c.configuration.name) {
-            ++it;
-            continue;
-        }
-        const RetainedSlot& r = it->second;
-        placeHeldSlot(c, r.instance, r.deviceId, r.index, r.slot);
-        it = retained_.erase(it);
-    }
-}
-
-void Inventory::placeHeldSlot(ConfigurationState& c, const std::string& instanceName,
-                              const std::string& deviceId, int index, const Slot& slot) {
-    InstanceState* record = instanceRecord(c, instanceName);
-    if (!record) {
-        // Its resource is another configuration's now: the hold stays, retained.
-        retained_[slotId(instanceName, index)] =
-            RetainedSlot{c.configuration.name, instanceName, deviceId, index, slot};
-        return;
-    }
-    InstanceState& instance = *record;
-    if (instance.device.id.empty()) instance.device.id = deviceId;
-    if (static_cast<int>(instance.slots.size()) <= index) instance.slots.resize(index + 1);
-    instance.slots[index] = slot;
-    resizeSlots(c, instance);
-    markChanged(c, &instance);
-}
-
-void Inventory::reconcileRetained(std::chrono::milliseconds grace, bool& lags) {
-    const auto now = clock_.steady();
-    for (auto it = retained_.begin(); it != retained_.end();) {
-        RetainedSlot& r = it->second;
-        if (podsHeld_.count({r.slot.holderResource, it->first})) {
-            r.slot.lastConfirmed = now;
-        } else if (releasable(r.slot, it->first, grace, lags)) {
-            if (store_) {
-                if (auto outcome = store_->releaseSlots({it->first}); !outcome) {
-                    log.warning() << "slot " << it->first << " stays held: " << outcome.error();
-                    ++it;
-                    continue;
-                }
-                const bool instanceStillHeld =
-                    std::any_of(retained_.begin(), retained_.end(), [&](const auto& other) {
-                        return other.first != it->first && other.second.instance == r.instance;
-                    });
-                if (!instanceStillHeld) (void)store_->removeInstance(r.instance);
-            }
-            event("info", r.instance,
-                  "slot " + it->first + " of removed configuration " + r.configuration +
-                      " released: no container holds it any more");
-            it = retained_.erase(it);
-            continue;
-        }
-        ++it;
+void Inventory::placeHeldSlots(ConfigurationState& c) {
+    for (const Slot& slot : ledger_.heldFor(c.configuration.name)) {
+        // An instance whose resource is another configuration's now is not placed: its
+        // holds stay in the ledger.
+        InstanceState* record = instanceRecord(c, slot.instance);
+        if (!record) continue;
+        if (record->device.id.empty()) record->device.id = ledger_.instanceDeviceId(slot.instance);
+        resizeSlots(c, *record);
+        markChanged(c, record);
     }
 }
 
 void Inventory::restoreSlots() {
     if (!store_) return;
-    ++revision_;
+    Edit edit(*this);
+    ledger_.restore();
     std::map<std::string, StoredInstance> known;
     for (StoredInstance& instance : store_->instances()) known[instance.name] = std::move(instance);
-    const auto now = clock_.steady();
     std::size_t restored = 0;
-    std::vector<std::string> invalid;
-    for (const StoredSlot& stored : store_->slots()) {
-        if (stored.index < 0) {
-            invalid.push_back(stored.deviceId);
-            continue;
+    for (auto& [name, c] : configurations_) {
+        placeHeldSlots(c);
+        for (auto& [instanceName, instance] : c.instances) {
+            const std::size_t held = ledger_.heldBy(instanceName);
+            if (held == 0) continue;
+            restored += held;
+            if (auto k = known.find(instanceName); k != known.end()) {
+                if (instance.firstSeenMs == 0) instance.firstSeenMs = k->second.firstSeenMs;
+                if (instance.lastSeenMs == 0) instance.lastSeenMs = k->second.lastSeenMs;
+            }
         }
-        Slot slot;
-        slot.holderResource = stored.holderResource;
-        slot.sinceMs = stored.sinceMs;
-        slot.pod = stored.pod;
-        slot.podNamespace = stored.podNamespace;
-        // A restart is no evidence the pod went away: give it a full grace period.
-        slot.lastConfirmed = now;
-        auto k = known.find(stored.instance);
-        const std::string deviceId = k == known.end() ? std::string() : k->second.id;
-        auto cit = configurations_.find(stored.configuration);
-        if (cit == configurations_.end()) {
-            retained_[stored.deviceId] =
-                RetainedSlot{stored.configuration, stored.instance, deviceId, stored.index, slot};
-            continue;
-        }
-        placeHeldSlot(cit->second, stored.instance, deviceId, stored.index, slot);
-        if (k != known.end()) {
-            InstanceState& instance = cit->second.instances[stored.instance];
-            if (instance.firstSeenMs == 0) instance.firstSeenMs = k->second.firstSeenMs;
-            if (instance.lastSeenMs == 0) instance.lastSeenMs = k->second.lastSeenMs;
-        }
-        ++restored;
     }
-    if (!invalid.empty() && store_->releaseSlots(invalid))
-        log.warning() << "dropped " << invalid.size()
-                      << " slot record(s) with an invalid index from the state store";
+    const std::size_t retained = ledger_.size() - restored;
     if (restored) log.info() << "restored " << restored << " held slot(s) from the state store";
-    if (!retained_.empty())
+    if (retained)
         log.info()
-            << retained_.size()
+            << retained
             << " held slot(s) belong to configurations that are gone; they stay held until their pods are";
     publish();
 }
 
 void Inventory::resizeSlots(ConfigurationState& c, InstanceState& instance) {
     // Slots above a lowered capacity stay while held (reported Unhealthy) and go when freed.
-    std::size_t size = static_cast<std::size_t>(c.configuration.capacity);
-    for (std::size_t k = instance.slots.size(); k > size; --k) {
-        if (!instance.slots[k - 1].holderResource.empty()) {
-            size = k;
-            break;
-        }
-    }
-    if (size == instance.slots.size()) return;
-    instance.slots.resize(size);
+    const int size = std::max(c.configuration.capacity, ledger_.highestHeld(instance.name) + 1);
+    if (size == instance.slotCount) return;
+    instance.slotCount = size;
     markChanged(c, &instance);
 }
 
@@ -290,7 +188,7 @@ void Inventory::reportSnapshot(const std::string& configuration, std::vector<Ins
     auto cit = configurations_.find(configuration);
     if (cit == configurations_.end()) return;
     ConfigurationState& c = cit->second;
-    ++revision_;  // lastSeen moves even when nothing else does
+    Edit edit(*this);  // lastSeen moves even when nothing else does
     const auto arrived = clock_.steady();
     const std::uint64_t marksBefore = marks_;
     const std::int64_t nowMs = clock_.wallMs();
@@ -319,7 +217,7 @@ void Inventory::reportSnapshot(const std::string& configuration, std::vector<Ins
         instance.lastSeenMs = nowMs;
         if (!wasPresent) {
             resizeSlots(c, instance);
-            if (!known) adoptKnownHolders(name);
+            if (!known) ledger_.adoptKnownHolders(name, locator());
             markChanged(c, &instance);
             saveInstance(instance);
             event("info", name,
@@ -347,8 +245,8 @@ void Inventory::reportSnapshot(const std::string& configuration, std::vector<Ins
 void Inventory::reportProbeError(const std::string& configuration, const std::string& message) {
     auto cit = configurations_.find(configuration);
     if (cit == configurations_.end()) return;
+    Edit edit(*this);
     if (!message.empty()) {
-        ++revision_;
         DiscoveryView& d = cit->second.discovery;
         ++d.errors;
         d.lastError = message;
@@ -366,7 +264,7 @@ void Inventory::reportProbeError(const std::string& configuration, const std::st
 void Inventory::reportScan(const std::string& configuration, ScanReport scan) {
     auto cit = configurations_.find(configuration);
     if (cit == configurations_.end()) return;
-    ++revision_;
+    Edit edit(*this);
     DiscoveryView& d = cit->second.discovery;
     ++d.scans;
     d.lastScanMs = clock_.wallMs();
@@ -389,9 +287,7 @@ std::optional<std::chrono::steady_clock::time_point> Inventory::expireGone() {
             instance.offered = false;
             markChanged(c, &instance);
             log.info() << name << " withdrawn: gone longer than its grace period";
-            const bool held = std::any_of(instance.slots.begin(), instance.slots.end(),
-                                          [](const Slot& s) { return !s.holderResource.empty(); });
-            if (!held) drop.push_back(name);
+            if (!ledger_.anyHeld(name)) drop.push_back(name);
         }
         for (const std::string& name : drop) dropInstance(c, name);
     }
@@ -401,7 +297,6 @@ std::optional<std::chrono::steady_clock::time_point> Inventory::expireGone() {
 
 void Inventory::dropInstance(ConfigurationState& c, const std::string& name) {
     ++marks_;
-    ++revision_;
     changed_.insert(instanceResource(name));
     changed_.insert(c.resource);
     c.instances.erase(name);
@@ -438,7 +333,7 @@ Inventory::SlotRef Inventory::findSlot(const std::string& deviceId) {
     auto c = configurations_.find(owner->second);
     if (c == configurations_.end()) return {};
     auto i = c->second.instances.find(instanceName);
-    if (i == c->second.instances.end() || index >= static_cast<int>(i->second.slots.size())) return {};
+    if (i == c->second.instances.end() || index >= i->second.slotCount) return {};
     return {&c->second, &i->second, index};
 }
 
@@ -476,7 +371,7 @@ std::variant<ContainerGrant, AllocationRefused> Inventory::allocate(
 
 std::variant<std::vector<ContainerGrant>, AllocationRefused> Inventory::allocateContainers(
     const std::string& resource, const std::vector<std::vector<std::string>>& containers) {
-    ++revision_;  // the counts change either way
+    Edit edit(*this);  // the counts change either way
     auto result = grant(resource, containers);
     const ConfigurationState* config = resolve(resource).first;
     AllocationCounts& counts = allocationCounts_[config ? config->configuration.name : std::string()];
@@ -510,10 +405,10 @@ std::variant<std::vector<Inventory::SlotRef>, AllocationRefused> Inventory::chec
             return AllocationRefused{"slot " + id + " is above the configuration's capacity of " +
                                      std::to_string(config->configuration.capacity)};
         }
-        const Slot& slot = ref.instance->slots[ref.index];
-        if (!slot.holderResource.empty() && slot.holderResource != resource) {
-            std::string holder = slot.holderResource;
-            if (!slot.pod.empty()) holder += " by pod " + slot.podNamespace + "/" + slot.pod;
+        const Slot* slot = ledger_.holder(ref.instance->name, ref.index);
+        if (slot && slot->holderResource != resource) {
+            std::string holder = slot->holderResource;
+            if (!slot->pod.empty()) holder += " by pod " + slot->podNamespace + "/" + slot->pod;
             return AllocationRefused{"slot " + id + " is already held through " + holder +
                                      "; one slot is never given twice"};
         }
@@ -542,49 +437,30 @@ std::variant<std::vector<ContainerGrant>, AllocationRefused> Inventory::grant(
     }
 
     const std::int64_t nowMs = clock_.wallMs();
-    std::vector<StoredSlot> records;
+    std::vector<Slot> records;
     for (const std::vector<SlotRef>& refs : requested) {
         for (const SlotRef& ref : refs) {
-            const Slot& slot = ref.instance->slots[ref.index];
-            if (slot.holderResource == resource) continue;  // same-resource re-offer: already recorded
-            StoredSlot record;
-            record.deviceId = slotId(ref.instance->name, ref.index);
-            record.instance = ref.instance->name;
-            record.configuration = ref.configuration->configuration.name;
-            record.index = ref.index;
-            record.holderResource = resource;
-            record.sinceMs = nowMs;
-            records.push_back(std::move(record));
+            const Slot* slot = ledger_.holder(ref.instance->name, ref.index);
+            if (slot && slot->holderResource == resource) {
+                ledger_.confirm(ref.instance->name, ref.index);  // same-resource re-offer
+                continue;
+            }
+            records.push_back(Slot{slotId(ref.instance->name, ref.index), ref.instance->name,
+                                   ref.configuration->configuration.name, ref.index, resource, nowMs, "",
+                                   ""});
         }
     }
-    // The holders are durable (one transaction, synced) before the kubelet hears "yes": a
-    // crash or a power loss after this point can never lead to a slot given twice.
-    if (store_ && !records.empty()) {
-        if (auto outcome = store_->holdSlots(records); !outcome) {
-            event("error", resource, "allocation refused: " + outcome.error());
-            return AllocationRefused{
-                "cannot record the allocation, so it is refused rather than handed out "
-                "unrecorded: " +
-                outcome.error()};
-        }
+    if (auto outcome = ledger_.hold(records); !outcome) {
+        event("error", resource, "allocation refused: " + outcome.error());
+        return AllocationRefused{
+            "cannot record the allocation, so it is refused rather than handed out "
+            "unrecorded: " +
+            outcome.error()};
     }
-    const auto now = clock_.steady();
     std::vector<ContainerGrant> grants;
     for (const std::vector<SlotRef>& refs : requested) {
         std::vector<const InstanceState*> granted;
         for (const SlotRef& ref : refs) {
-            Slot& slot = ref.instance->slots[ref.index];
-            if (slot.holderResource != resource) {
-                markHolderChanged(*ref.configuration, *ref.instance, ref.index, slot.holderResource,
-                                  resource);
-                slot.holderResource = resource;
-                slot.sinceMs = nowMs;
-                slot.pod.clear();
-                slot.podNamespace.clear();
-                log.debug() << "slot " << slotId(ref.instance->name, ref.index) << " held through "
-                            << resource;
-            }
-            slot.lastConfirmed = now;
             if (std::find(granted.begin(), granted.end(), ref.instance) == granted.end())
                 granted.push_back(ref.instance);
         }
@@ -632,8 +508,8 @@ ContainerGrant Inventory::grantFor(const ConfigurationState& c,
 int Inventory::freeSlots(const ConfigurationState& c, const InstanceState& i) const {
     if (!i.present) return 0;
     int free = 0;
-    for (int k = 0; k < std::min<int>(c.configuration.capacity, static_cast<int>(i.slots.size())); ++k) {
-        if (i.slots[k].holderResource.empty()) ++free;
+    for (int k = 0; k < std::min(c.configuration.capacity, i.slotCount); ++k) {
+        if (!ledger_.holder(i.name, k)) ++free;
     }
     return free;
 }
@@ -716,67 +592,13 @@ std::vector<std::string> Inventory::preferredAllocation(const std::string& resou
 }
 
 Inventory::Reconciled Inventory::reconcile(const KubeletEvidence& evidence, std::chrono::milliseconds grace) {
-    podsHeld_.clear();
-    checkpointHeld_.clear();
-    lastHolders_.clear();
-    if (evidence.pods) {
-        for (const PodDevice& device : *evidence.pods) {
-            podsHeld_.emplace(device.resource, device.deviceId);
-            lastHolders_.emplace(splitSlotId(device.deviceId).first, device);
-        }
-    }
-    if (evidence.checkpoint) {
-        for (const PodDevice& device : *evidence.checkpoint) {
-            checkpointHeld_.emplace(device.resource, device.deviceId);
-            lastHolders_.emplace(splitSlotId(device.deviceId).first, device);
-        }
-    }
-    // Absence counts only from a kubelet that can know (see KubeletEvidence).
-    evidenceTrusted_ =
-        evidence.pods && evidence.checkpointError.empty() && (evidence.checkpoint || !evidence.pods->empty());
-
-    // The kubelet knows best: a slot it reports held that devlet thinks free (state lost,
-    // or held before devlet started) is adopted rather than offered again. A conflict is
-    // said when it appears, not on every poll while it lasts.
-    conflictsNow_.clear();
-    if (evidence.pods) adopt(*evidence.pods, "PodResources");
-    if (evidence.checkpoint) adopt(*evidence.checkpoint, "the kubelet's device checkpoint");
-    reportedConflicts_.swap(conflictsNow_);
-
-    const auto now = clock_.steady();
-    bool lags = false;
-    reconcileRetained(grace, lags);
-
-    std::map<std::pair<std::string, std::string>, const PodDevice*> named;
-    if (evidence.pods) {
-        for (const PodDevice& device : *evidence.pods) named[{device.resource, device.deviceId}] = &device;
-    }
+    const bool lags =
+        ledger_.reconcile(evidence, grace, locator(), [this](const Slot& slot) { return placed(slot); });
     for (auto& [configName, c] : configurations_) {
         std::vector<std::string> emptied;
         for (auto& [name, instance] : c.instances) {
-            for (std::size_t k = 0; k < instance.slots.size(); ++k) {
-                Slot& slot = instance.slots[k];
-                if (slot.holderResource.empty()) continue;
-                const std::string id = slotId(name, static_cast<int>(k));
-                if (auto found = named.find({slot.holderResource, id}); found != named.end()) {
-                    slot.lastConfirmed = now;
-                    const PodDevice& pod = *found->second;
-                    if (slot.pod != pod.pod || slot.podNamespace != pod.podNamespace) {
-                        ++revision_;
-                        slot.pod = pod.pod;
-                        slot.podNamespace = pod.podNamespace;
-                        if (store_) (void)store_->setSlotPod(id, pod.pod, pod.podNamespace);
-                        log.info() << "slot " << id << " is used by pod " << pod.podNamespace << "/"
-                                   << pod.pod;
-                    }
-                } else if (releasable(slot, id, grace, lags)) {
-                    releaseSlot(c, instance, static_cast<int>(k), "no container holds it any more");
-                }
-            }
             resizeSlots(c, instance);
-            const bool held = std::any_of(instance.slots.begin(), instance.slots.end(),
-                                          [](const Slot& s) { return !s.holderResource.empty(); });
-            if (!instance.offered && !held) emptied.push_back(name);
+            if (!instance.offered && !ledger_.anyHeld(name)) emptied.push_back(name);
         }
         for (const std::string& name : emptied) dropInstance(c, name);
     }
@@ -784,101 +606,40 @@ Inventory::Reconciled Inventory::reconcile(const KubeletEvidence& evidence, std:
     return {lags};
 }
 
-bool Inventory::releasable(const Slot& slot, const std::string& id, std::chrono::milliseconds grace,
-                           bool& lags) const {
-    if (!evidenceTrusted_ || clock_.steady() - slot.lastConfirmed < grace) return false;
-    if (checkpointHeld_.count({slot.holderResource, id})) {
-        lags = true;
-        return false;
-    }
-    return true;
+SlotLedger::Locate Inventory::locator() {
+    return
+        [this](const std::string& resource, const std::string& deviceId) -> std::optional<SlotLedger::Place> {
+            SlotRef ref = findSlot(deviceId);
+            if (!ref.instance) return std::nullopt;
+            auto [config, onlyInstance] = resolve(resource);
+            if (config != ref.configuration || (onlyInstance && onlyInstance != ref.instance))
+                return std::nullopt;
+            return SlotLedger::Place{config->configuration.name, ref.instance->name, ref.instance->device.id,
+                                     ref.index};
+        };
 }
 
-void Inventory::adopt(const std::vector<PodDevice>& held, const std::string& source) {
-    const auto now = clock_.steady();
-    for (const PodDevice& device : held) {
-        SlotRef ref = findSlot(device.deviceId);
-        if (!ref.instance) continue;
-        auto [config, onlyInstance] = resolve(device.resource);
-        if (config != ref.configuration || (onlyInstance && onlyInstance != ref.instance)) continue;
-        Slot& slot = ref.instance->slots[ref.index];
-        const std::string who = device.pod.empty() ? (device.podUid.empty() ? std::string("a container")
-                                                                            : "pod uid " + device.podUid)
-                                                   : "pod " + device.podNamespace + "/" + device.pod;
-        if (slot.holderResource == device.resource) continue;
-        if (!slot.holderResource.empty()) {
-            // Two holders through two resources: the kubelet's word and devlet's record
-            // disagree. devlet keeps its record (both stay Unhealthy to everyone else); a
-            // person has to look.
-            const std::string conflict = "slot " + device.deviceId + " is held by " + who + " through " +
-                                         device.resource + " according to " + source +
-                                         ", but devlet records it held through " + slot.holderResource +
-                                         "; both resources keep it from any other pod";
-            if (!reportedConflicts_.count(conflict)) event("error", ref.instance->name, conflict);
-            conflictsNow_.insert(conflict);
-            continue;
-        }
-        StoredSlot record{device.deviceId, ref.instance->name, config->configuration.name,
-                          ref.index,       device.resource,    clock_.wallMs(),
-                          device.pod,      device.podNamespace};
-        if (store_) {
-            if (auto outcome = store_->holdSlots({record}); !outcome) {
-                log.warning() << outcome.error();
-                continue;
-            }
-        }
-        markHolderChanged(*ref.configuration, *ref.instance, ref.index, slot.holderResource, device.resource);
-        slot.holderResource = device.resource;
-        slot.sinceMs = record.sinceMs;
-        slot.pod = device.pod;
-        slot.podNamespace = device.podNamespace;
-        slot.lastConfirmed = now;
-        event("warning", ref.instance->name,
-              "slot " + device.deviceId + " is held by " + who + " through " + device.resource +
-                  " according to " + source + " but was not recorded; adopted");
-    }
-}
-
-void Inventory::adoptKnownHolders(const std::string& instance) {
-    std::vector<PodDevice> mine;
-    for (auto [it, end] = lastHolders_.equal_range(instance); it != end; ++it) mine.push_back(it->second);
-    if (mine.empty()) return;
-    conflictsNow_.clear();
-    adopt(mine, "the kubelet");
-    reportedConflicts_.insert(conflictsNow_.begin(), conflictsNow_.end());
-}
-
-void Inventory::releaseSlot(ConfigurationState& c, InstanceState& instance, int index,
-                            const std::string& why) {
-    const std::string id = slotId(instance.name, index);
-    if (store_) {
-        if (auto outcome = store_->releaseSlots({id}); !outcome) {
-            // Keep it held: better a slot unused a while longer than given twice.
-            log.warning() << "slot " << id << " stays held: " << outcome.error();
-            return;
-        }
-    }
-    Slot& slot = instance.slots[index];
-    std::string who = slot.pod.empty() ? slot.holderResource : slot.podNamespace + "/" + slot.pod;
-    markHolderChanged(c, instance, index, slot.holderResource, "");
-    slot = Slot{};
-    event("info", instance.name, "slot " + id + " released (" + who + "): " + why);
+bool Inventory::placed(const Slot& slot) const {
+    auto c = configurations_.find(slot.configuration);
+    return c != configurations_.end() && c->second.instances.count(slot.instance) > 0;
 }
 
 // ---------------------------------------------------------------------------
 // Publishing
 
-void Inventory::markHolderChanged(const ConfigurationState& c, const InstanceState& instance, int index,
-                                  const std::string& before, const std::string& after) {
+void Inventory::holderChanged(const Slot& slot, const std::string& before) {
+    auto cit = configurations_.find(slot.configuration);
+    if (cit == configurations_.end() || !cit->second.instances.count(slot.instance)) return;
+    const ConfigurationState& c = cit->second;
+    const std::string& after = slot.holderResource;
     // A slot is Healthy in the resource that holds it and Unhealthy in the other, so a
     // new holder usually changes one list: the configuration-level one can be thousands
     // of slots long, and is then not rebuilt for nothing, nor for one slot.
-    ++revision_;  // the holder shows on the status page either way
-    for (const std::string& resource : {c.resource, instanceResource(instance.name)}) {
+    for (const std::string& resource : {c.resource, instanceResource(slot.instance)}) {
         auto healthyIn = [&](const std::string& holder) { return holder.empty() || holder == resource; };
         if (healthyIn(before) != healthyIn(after)) {
             if (resource == c.resource)
-                slotChanges_[resource].emplace(instance.name, index);
+                slotChanges_[resource].emplace(slot.instance, slot.index);
             else
                 changed_.insert(resource);
             ++marks_;
@@ -888,7 +649,6 @@ void Inventory::markHolderChanged(const ConfigurationState& c, const InstanceSta
 
 void Inventory::markChanged(const ConfigurationState& c, const InstanceState* instance) {
     ++marks_;
-    ++revision_;
     changed_.insert(c.resource);
     if (instance) changed_.insert(instanceResource(instance->name));
 }
@@ -896,17 +656,16 @@ void Inventory::markChanged(const ConfigurationState& c, const InstanceState* in
 bool Inventory::slotHealthy(const ConfigurationState& c, const InstanceState& i, int index,
                             const std::string& resource) const {
     if (!i.present || index >= c.configuration.capacity) return false;
-    const std::string& holder = i.slots[index].holderResource;
-    return holder.empty() || holder == resource;
+    const Slot* slot = ledger_.holder(i.name, index);
+    return !slot || slot->holderResource == resource;
 }
 
 ResourceState Inventory::buildResource(const ConfigurationState& c, const InstanceState* instance) const {
     ResourceState state;
     state.configuration = c.configuration.name;
     auto add = [&](const InstanceState& i, const std::string& resource) {
-        for (std::size_t k = 0; k < i.slots.size(); ++k) {
-            state.devices.push_back({slotId(i.name, static_cast<int>(k)),
-                                     slotHealthy(c, i, static_cast<int>(k), resource), i.device.numaNode});
+        for (int k = 0; k < i.slotCount; ++k) {
+            state.devices.push_back({slotId(i.name, k), slotHealthy(c, i, k, resource), i.device.numaNode});
         }
     };
     if (instance) {
@@ -935,6 +694,7 @@ void Inventory::publish() {
     publishScheduled_ = true;
     scheduler_([this] {
         publishScheduled_ = false;
+        Edit edit(*this);  // the publication latency is shown
         publishNow();
     });
 }
@@ -968,7 +728,6 @@ void Inventory::publishNow() {
         auto cit = configurations_.find(configuration);
         if (cit != configurations_.end()) cit->second.discovery.publishLatency.observe(handedOver - arrived);
     }
-    ++revision_;
 }
 
 bool Inventory::publishSlots(const std::string& resource,
@@ -982,8 +741,7 @@ bool Inventory::publishSlots(const std::string& resource,
     for (const auto& [name, index] : slots) {
         auto it = config->instances.find(name);
         // Not in the list the observer has: only the full list can say so.
-        if (it == config->instances.end() || !it->second.offered ||
-            static_cast<std::size_t>(index) >= it->second.slots.size())
+        if (it == config->instances.end() || !it->second.offered || index >= it->second.slotCount)
             return false;
         const InstanceState& i = it->second;
         changes.devices.push_back(
@@ -1010,10 +768,10 @@ std::vector<ConfigurationView> Inventory::view() const {
         for (const auto& [instanceName, i] : c.instances) {
             InstanceView iv{i.name,    i.configuration, i.device,     i.present,
                             i.offered, i.firstSeenMs,   i.lastSeenMs, {}};
-            for (std::size_t k = 0; k < i.slots.size(); ++k) {
-                const Slot& s = i.slots[k];
-                iv.slots.push_back({slotId(i.name, static_cast<int>(k)), static_cast<int>(k),
-                                    s.holderResource, s.sinceMs, s.pod, s.podNamespace});
+            for (int k = 0; k < i.slotCount; ++k) {
+                const Slot* held = ledger_.holder(i.name, k);
+                iv.slots.push_back(held ? *held
+                                        : Slot{slotId(i.name, k), i.name, i.configuration, k, "", 0, "", ""});
             }
             v.instances.push_back(std::move(iv));
         }
@@ -1026,7 +784,7 @@ std::size_t Inventory::slotsHeld() const {
     std::size_t held = 0;
     for (const auto& [name, c] : configurations_) {
         for (const auto& [instanceName, i] : c.instances) {
-            for (const Slot& s : i.slots) held += s.holderResource.empty() ? 0 : 1;
+            held += ledger_.heldBy(instanceName);
         }
     }
     return held;
@@ -1038,7 +796,7 @@ Inventory::Offered Inventory::offered() const {
         for (const auto& [instanceName, i] : c.instances) {
             if (!i.offered) continue;
             ++offered.instances;
-            offered.slots += std::min<std::size_t>(i.slots.size(), c.configuration.capacity);
+            offered.slots += static_cast<std::size_t>(std::min(i.slotCount, c.configuration.capacity));
         }
     }
     return offered;
@@ -1053,7 +811,7 @@ void Inventory::saveInstance(const InstanceState& instance) {
 }
 
 void Inventory::event(const std::string& level, const std::string& subject, const std::string& message) {
-    ++revision_;  // the status page lists recent events
+    ++events_;
     if (level == "error") {
         log.error() << message;
     } else if (level == "warning") {

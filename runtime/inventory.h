@@ -1,8 +1,8 @@
 #pragma once
-// The node's inventory: configurations, the instances probes report for them and
-// every instance's capacity slots, with the rule that one slot is held through at
-// most one resource. Owns no OS handles; lives on the loop thread. Changes reach
-// the plugins through InventoryObserver, durable state goes to the Store.
+// The node's inventory: configurations, the instances probes report for them and how many
+// capacity slots each has. Who holds a slot is the slot ledger's to decide; the inventory
+// asks it, and turns what changed into device lists for the plugins (InventoryObserver).
+// Owns no OS handles; lives on the loop thread. Durable state goes to the Store.
 
 #include <chrono>
 #include <cstdint>
@@ -18,6 +18,8 @@
 #include "runtime/discovery.h"
 #include "runtime/histogram.h"
 #include "runtime/instance.h"
+#include "runtime/slot.h"
+#include "runtime/slot_ledger.h"
 
 namespace devlet {
 
@@ -68,42 +70,6 @@ struct AllocationRefused {
     std::string message;
 };
 
-// A device the kubelet reports as held by a container: PodResources names its pod, the
-// kubelet's device checkpoint only the pod's uid.
-struct PodDevice {
-    std::string resource;
-    std::string deviceId;
-    std::string pod;
-    std::string podNamespace;
-    std::string podUid;
-};
-
-// What the kubelet says, at one moment, about which devices containers hold. A slot is
-// released only on positive evidence that no container uses it (docs/guarantees.md):
-// - PodResources answered, and does not list it, for the release grace period;
-// - the kubelet's device checkpoint does not list it either: a kubelet drops a pod's
-//   devices from it only once it knows all its pods (its sources are ready), so a kubelet
-//   that restarted without its API server keeps listing what running containers hold;
-// - a kubelet that writes no checkpoint counts only while PodResources lists some device:
-//   an empty answer is what a kubelet that has not learned its pods yet gives.
-struct KubeletEvidence {
-    // PodResources List; nullopt when it did not answer.
-    std::optional<std::vector<PodDevice>> pods;
-    // The devices the kubelet's checkpoint records as allocated; nullopt when it has none.
-    std::optional<std::vector<PodDevice>> checkpoint;
-    // The checkpoint exists but could not be read: nothing is released while it lasts.
-    std::string checkpointError;
-};
-
-struct SlotView {
-    std::string id;
-    int index = 0;
-    std::string holderResource;  // empty = free
-    std::int64_t sinceMs = 0;
-    std::string pod;
-    std::string podNamespace;
-};
-
 struct InstanceView {
     std::string name;
     std::string configuration;
@@ -112,7 +78,7 @@ struct InstanceView {
     bool offered = false;  // its resource is registered (present, or gone within grace)
     std::int64_t firstSeenMs = 0;
     std::int64_t lastSeenMs = 0;
-    std::vector<SlotView> slots;
+    std::vector<Slot> slots;  // every slot up to its count, held or free
 };
 
 // What the configuration's probe said about itself: its passes, its errors and how fast
@@ -138,14 +104,9 @@ struct ConfigurationView {
     DiscoveryView discovery;
 };
 
-class Inventory {
+class Inventory : private SlotLedger::Listener {
 public:
-    // Time sources; tests drive them by hand.
-    struct Clock {
-        std::function<std::chrono::steady_clock::time_point()> steady;
-        std::function<std::int64_t()> wallMs;
-        static Clock system();
-    };
+    using Clock = devlet::Clock;
 
     Inventory(std::string nodeName, std::string resourceDomain, Store* store, InventoryObserver& observer);
     Inventory(std::string nodeName, std::string resourceDomain, Store* store, InventoryObserver& observer,
@@ -209,8 +170,10 @@ public:
 
     // --- reading ----------------------------------------------------------------
     // Changes whenever anything view() or the events show may have changed: the status
-    // server keeps what it rendered while the revision stays the same.
-    std::uint64_t revision() const { return revision_; }
+    // server keeps what it rendered while the revision stays the same. It follows from
+    // the changes themselves: a changed resource, a new event, a new holder or pod name in
+    // the ledger, and the reports and allocations that always change what is shown (Edit).
+    std::uint64_t revision() const { return edits_ + marks_ + events_ + ledger_.revision(); }
     // Changes are gathered and not yet with the observer (a scheduled publication is due).
     bool publicationPending() const { return publishScheduled_; }
     std::vector<ResourceState> resources() const;
@@ -228,15 +191,6 @@ public:
     Offered offered() const;
 
 private:
-    struct Slot {
-        std::string holderResource;
-        std::int64_t sinceMs = 0;
-        std::string pod;
-        std::string podNamespace;
-        // The last evidence that a container uses it: its allocation, or PodResources
-        // listing it. The release grace counts from here.
-        std::chrono::steady_clock::time_point lastConfirmed{};
-    };
     struct InstanceState {
         std::string name;
         std::string configuration;
@@ -246,7 +200,9 @@ private:
         std::chrono::steady_clock::time_point goneSince{};
         std::int64_t firstSeenMs = 0;
         std::int64_t lastSeenMs = 0;
-        std::vector<Slot> slots;
+        // Slots 0..slotCount-1: the capacity, or more while slots above a lowered
+        // capacity are still held.
+        int slotCount = 0;
     };
     struct ConfigurationState {
         Configuration configuration;
@@ -268,17 +224,32 @@ private:
         std::string instance;
     };
 
+    // Opened by the public members whose every call changes what is shown (a probe's
+    // report, an allocation's counts, new configurations); the revision moves when it closes.
+    class Edit {
+    public:
+        explicit Edit(Inventory& inventory) : inventory_(inventory) {}
+        ~Edit() { ++inventory_.edits_; }
+        Edit(const Edit&) = delete;
+        Edit& operator=(const Edit&) = delete;
+
+    private:
+        Inventory& inventory_;
+    };
+
+    // SlotLedger::Listener
+    void holderChanged(const Slot& slot, const std::string& before) override;
+    void event(const std::string& level, const std::string& subject, const std::string& message) override;
+
     SlotRef findSlot(const std::string& deviceId);
+    // The ledger's questions: where a slot the kubelet reports would be, and whether a held
+    // slot's instance is offered by its configuration now.
+    SlotLedger::Locate locator();
+    bool placed(const Slot& slot) const;
     // The instance's record, made if new; nullptr when its resource is another
     // configuration's (the clash is an event, once).
     InstanceState* instanceRecord(ConfigurationState& c, const std::string& name);
     void forgetInstanceRecords(const ConfigurationState& c);
-    // Takes the slots the kubelet reports held that devlet does not record; reports a slot
-    // held through another resource than devlet's record says as a conflict.
-    void adopt(const std::vector<PodDevice>& held, const std::string& source);
-    // What the latest evidence says is held, applied to a configuration's instances when
-    // they are first seen (a device discovered after the kubelet reported its holder).
-    void adoptKnownHolders(const std::string& instance);
     // The configuration (and, for an instance-level resource, the instance) behind a resource.
     std::pair<const ConfigurationState*, const InstanceState*> resolve(const std::string& resource) const;
     bool slotHealthy(const ConfigurationState& c, const InstanceState& i, int index,
@@ -287,15 +258,13 @@ private:
     ContainerGrant grantFor(const ConfigurationState& c,
                             const std::vector<const InstanceState*>& instances) const;
     void resizeSlots(ConfigurationState& c, InstanceState& instance);
-    void releaseSlot(ConfigurationState& c, InstanceState& instance, int index, const std::string& why);
     void dropInstance(ConfigurationState& c, const std::string& name);
     void removeConfiguration(const std::string& name);
     void saveInstance(const InstanceState& instance);
-    void event(const std::string& level, const std::string& subject, const std::string& message);
     void markChanged(const ConfigurationState& c, const InstanceState* instance);
-    // Marks the resources in which a slot's health differs between two holders.
-    void markHolderChanged(const ConfigurationState& c, const InstanceState& instance, int index,
-                           const std::string& before, const std::string& after);
+    // Gives the held slots of a configuration that was away (removed, or not loaded at a
+    // restart) back to its instances.
+    void placeHeldSlots(ConfigurationState& c);
     // One container's slots, checked against the rules; `taken` collects the request's
     // slots so far (one slot is never in two containers of a request).
     std::variant<std::vector<SlotRef>, AllocationRefused> checkRequest(
@@ -314,42 +283,13 @@ private:
     Store* store_;
     InventoryObserver& observer_;
     Clock clock_;
-    // A slot still held when its configuration went away (removed, or missing after a
-    // restart). It stays held, here and in the store, until PodResources shows its pod
-    // gone: a configuration that comes back must not hand it out a second time.
-    struct RetainedSlot {
-        std::string configuration;
-        std::string instance;
-        std::string deviceId;  // the instance's device id, for when it comes back
-        int index = 0;
-        Slot slot;
-    };
-    void retainHeldSlots(ConfigurationState& c);
-    void adoptRetainedSlots(ConfigurationState& c);
-    // Whether the evidence allows releasing a slot held through `resource`; sets `lags`
-    // when only the checkpoint still lists it.
-    bool releasable(const Slot& slot, const std::string& id, std::chrono::milliseconds grace,
-                    bool& lags) const;
-    void reconcileRetained(std::chrono::milliseconds grace, bool& lags);
-    // Puts a held slot into its instance, creating the instance record if needed.
-    void placeHeldSlot(ConfigurationState& c, const std::string& instance, const std::string& deviceId,
-                       int index, const Slot& slot);
+    SlotLedger ledger_;
 
     std::map<std::string, ConfigurationState> configurations_;
-    std::map<std::string, RetainedSlot> retained_;       // by slot id
     std::map<std::string, ResourceOwner> owners_;        // every offered resource's owner
     std::map<std::string, std::string> instanceOwners_;  // instance -> configuration
-    // The latest evidence, by (resource, device id): what PodResources listed, what the
-    // checkpoint listed, and whether absence from them counts (evidenceTrusted_).
-    std::set<std::pair<std::string, std::string>> podsHeld_;
-    std::set<std::pair<std::string, std::string>> checkpointHeld_;
-    std::multimap<std::string, PodDevice> lastHolders_;  // both sources, by instance: adopted on discovery
-    bool evidenceTrusted_ = false;
-    // Conflicts between the kubelet's word and devlet's record, said once while they last.
-    std::set<std::string> reportedConflicts_;
-    std::set<std::string> conflictsNow_;     // seen by the adoption under way
-    std::set<std::string> reportedClashes_;  // instances refused their resource, said once each
-    std::set<std::string> changed_;          // resources to re-publish
+    std::set<std::string> reportedClashes_;              // instances refused their resource, said once each
+    std::set<std::string> changed_;                      // resources to re-publish
     // Slots (instance, index) whose holder changed, by configuration-level resource: sent
     // as changes unless the resource is in changed_ too.
     std::map<std::string, std::set<std::pair<std::string, int>>> slotChanges_;
@@ -358,8 +298,9 @@ private:
     // Probe reports whose changes are not handed to the observer yet: configuration and
     // when the report arrived (the start of the event-to-ListAndWatch latency).
     std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> unpublishedReports_;
-    std::uint64_t marks_ = 0;  // resources marked changed so far (tells whether a report changed any)
-    std::uint64_t revision_ = 0;
+    std::uint64_t marks_ = 0;   // resources marked changed so far (tells whether a report changed any)
+    std::uint64_t events_ = 0;  // events said so far
+    std::uint64_t edits_ = 0;   // Edits closed so far
     std::map<std::string, AllocationCounts> allocationCounts_;
     const HandlerRegistry* handlers_ = nullptr;
     bool publishScheduled_ = false;

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/inventory.h"
+#include "runtime/slot_ledger.h"
 
 namespace devlet {
 

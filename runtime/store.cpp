@@ -635,13 +635,13 @@ sqlite3_stmt* Store::statement(std::string_view sql) const {
     return prepared;
 }
 
-Outcome Store::holdSlots(const std::vector<StoredSlot>& slots) {
+Outcome Store::holdSlots(const std::vector<Slot>& slots) {
     if (slots.empty()) return Outcome::ok();
     if (auto outcome = syncEachCommit(true); !outcome) return outcome;
     Transaction transaction(db_);
     if (auto outcome = transaction.begin(); !outcome) return outcome;
     sqlite3_stmt* upsert = statement(kUpsertSlot);
-    for (const StoredSlot& slot : slots) {
+    for (const Slot& slot : slots) {
         if (auto outcome = execute(db_, upsert, "holding slot " + slot.deviceId, slot.deviceId, slot.instance,
                                    slot.configuration, slot.index, slot.holderResource, slot.sinceMs,
                                    slot.pod, slot.podNamespace);
@@ -671,10 +671,10 @@ Outcome Store::setSlotPod(const std::string& deviceId, const std::string& pod,
                    deviceId);
 }
 
-std::vector<StoredSlot> Store::slots() const {
-    std::vector<StoredSlot> result;
+std::vector<Slot> Store::slots() const {
+    std::vector<Slot> result;
     query(db_, statement(kSelectSlots), "reading slots", [&](sqlite3_stmt* row) {
-        StoredSlot& slot = result.emplace_back();
+        Slot& slot = result.emplace_back();
         slot.deviceId = columnText(row, 0);
         slot.instance = columnText(row, 1);
         slot.configuration = columnText(row, 2);

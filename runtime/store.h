@@ -15,23 +15,12 @@
 #include <vector>
 
 #include "runtime/outcome.h"
+#include "runtime/slot.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
 
 namespace devlet {
-
-struct StoredSlot {
-    std::string deviceId;  // "<instance>-<k>"
-    std::string instance;
-    std::string configuration;
-    int index = 0;
-    std::string holderResource;  // full resource name that holds it
-    std::int64_t sinceMs = 0;    // unix ms
-    std::string pod;             // once PodResources names it
-    std::string podNamespace;
-    bool operator==(const StoredSlot&) const = default;
-};
 
 struct StoredInstance {
     std::string name;
@@ -93,10 +82,10 @@ public:
     static constexpr int kEventHistory = 200;
 
     // Held slots: one row each; freeing a slot deletes its row. One transaction per call.
-    Outcome holdSlots(const std::vector<StoredSlot>& slots);
+    Outcome holdSlots(const std::vector<Slot>& slots);
     Outcome releaseSlots(const std::vector<std::string>& deviceIds);
     Outcome setSlotPod(const std::string& deviceId, const std::string& pod, const std::string& podNamespace);
-    std::vector<StoredSlot> slots() const;
+    std::vector<Slot> slots() const;
 
     Outcome saveConfiguration(const StoredConfiguration& configuration);  // upsert, keeps firstSeen
     Outcome deactivateConfiguration(const std::string& name, std::int64_t nowMs);

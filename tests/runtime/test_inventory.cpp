@@ -185,11 +185,11 @@ protected:
         return ids;
     }
 
-    std::optional<SlotView> slotView(const std::string& id) const {
+    std::optional<Slot> slotView(const std::string& id) const {
         for (const ConfigurationView& c : inventory_->view()) {
             for (const InstanceView& i : c.instances) {
-                for (const SlotView& s : i.slots) {
-                    if (s.id == id) return s;
+                for (const Slot& s : i.slots) {
+                    if (s.deviceId == id) return s;
                 }
             }
         }
@@ -1092,13 +1092,13 @@ TEST_F(InventoryTest, AllocationIsInTheStoreWhenAllocateReturns) {
     Store& store = useStore();
     setUpEcho(2);
     allocateOk(kCl, {"echo-8120fe-1"});
-    StoredSlot expected{"echo-8120fe-1", kFoo0, "echo", 1, kCl, wallMs_, "", ""};
-    EXPECT_EQ(store.slots(), (std::vector<StoredSlot>{expected}));
+    Slot expected{"echo-8120fe-1", kFoo0, "echo", 1, kCl, wallMs_, "", ""};
+    EXPECT_EQ(store.slots(), (std::vector<Slot>{expected}));
 
     inventory().reconcile(kubeletSays({{kCl, "echo-8120fe-1", "camera-app", "vision", ""}}), 5s);
     expected.pod = "camera-app";
     expected.podNamespace = "vision";
-    EXPECT_EQ(store.slots(), (std::vector<StoredSlot>{expected}));
+    EXPECT_EQ(store.slots(), (std::vector<Slot>{expected}));
 
     advance(10s);
     inventory().reconcile(kubeletSays({}), 5s);
@@ -1181,7 +1181,7 @@ TEST_F(InventoryTest, RestartKeepsSlotsOfMissingConfigurationUntilTheirPodIsGone
 
 TEST_F(InventoryTest, RestartDropsSlotRecordsWithAnInvalidIndex) {
     Store& store = useStore();
-    ASSERT_TRUE(store.holdSlots({StoredSlot{"echo-8120fe-x", "echo-8120fe", "echo", -1, kCl, 1, "", ""}}));
+    ASSERT_TRUE(store.holdSlots({Slot{"echo-8120fe-x", "echo-8120fe", "echo", -1, kCl, 1, "", ""}}));
     setUpEcho(1);
     inventory().restoreSlots();
     EXPECT_TRUE(store.slots().empty());

@@ -102,7 +102,7 @@ protected:
             if (!node->store) return result;
             // Everything the kubelet holds must be held, before any plugin would register.
             std::set<std::string> kept;
-            for (const StoredSlot& slot : node->store->slots()) kept.insert(slot.deviceId);
+            for (const Slot& slot : node->store->slots()) kept.insert(slot.deviceId);
             for (const auto& [slot, resource] : answered) result.adopted += kept.count(slot) ? 0 : 1;
             std::vector<PodDevice> checkpoint;
             for (const auto& [slot, resource] : answered)

@@ -66,8 +66,8 @@ unsigned fileMode(const fs::path& path) {
     return info.st_mode & 07777;
 }
 
-StoredSlot slot(const std::string& instance, int index, const std::string& holder) {
-    StoredSlot result;
+Slot slot(const std::string& instance, int index, const std::string& holder) {
+    Slot result;
     result.deviceId = instance + "-" + std::to_string(index);
     result.instance = instance;
     result.configuration = "cams";
@@ -165,7 +165,7 @@ TEST_F(StoreTest, RestrictsLooseModeOfExistingDatabase) {
 }
 
 TEST_F(StoreTest, SlotsSurviveCloseAndReopen) {
-    std::vector<StoredSlot> held = {slot("cams-4294ea", 0, "akri.sh/cams"),
+    std::vector<Slot> held = {slot("cams-4294ea", 0, "akri.sh/cams"),
                                     slot("cams-4294ea", 1, "akri.sh/cams-4294ea")};
     held[1].pod = "viewer-1";
     held[1].podNamespace = "video";
@@ -196,17 +196,17 @@ TEST_F(StoreTest, CommittedSlotsSurviveKilledProcess) {
 
     auto store = openStore();
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->slots(), std::vector<StoredSlot>{slot("cams-4294ea", 0, "akri.sh/cams")});
+    EXPECT_EQ(store->slots(), std::vector<Slot>{slot("cams-4294ea", 0, "akri.sh/cams")});
 }
 
 TEST_F(StoreTest, HoldingAHeldSlotReplacesItsRow) {
     auto store = openStore();
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->holdSlots({slot("cams-4294ea", 0, "akri.sh/cams")}));
-    StoredSlot again = slot("cams-4294ea", 0, "akri.sh/cams-4294ea");
+    Slot again = slot("cams-4294ea", 0, "akri.sh/cams-4294ea");
     again.sinceMs = 5000;
     ASSERT_TRUE(store->holdSlots({again}));
-    EXPECT_EQ(store->slots(), std::vector<StoredSlot>{again});
+    EXPECT_EQ(store->slots(), std::vector<Slot>{again});
 }
 
 TEST_F(StoreTest, ReleaseDeletesOnlyTheNamedSlots) {
@@ -216,7 +216,7 @@ TEST_F(StoreTest, ReleaseDeletesOnlyTheNamedSlots) {
         store->holdSlots({slot("cams-4294ea", 0, "akri.sh/cams"), slot("cams-4294ea", 1, "akri.sh/cams"),
                           slot("cams-8120fe", 0, "akri.sh/cams")}));
     ASSERT_TRUE(store->releaseSlots({"cams-4294ea-0", "cams-8120fe-0", "not-held-0"}));
-    EXPECT_EQ(store->slots(), std::vector<StoredSlot>{slot("cams-4294ea", 1, "akri.sh/cams")});
+    EXPECT_EQ(store->slots(), std::vector<Slot>{slot("cams-4294ea", 1, "akri.sh/cams")});
 }
 
 TEST_F(StoreTest, SetSlotPodNamesTheHolder) {
@@ -362,7 +362,7 @@ TEST_F(StoreTest, CorruptDatabaseIsRefusedAndCopiedAside) {
     {
         auto store = openStore();
         ASSERT_NE(store, nullptr);
-        std::vector<StoredSlot> many;
+        std::vector<Slot> many;
         for (int i = 0; i < 200; ++i) many.push_back(slot("cams-" + std::to_string(i), 0, "akri.sh/cams"));
         ASSERT_TRUE(store->holdSlots(many));
     }
@@ -450,7 +450,7 @@ TEST_F(StoreTest, WalWithoutItsDatabaseIsKeptAsideNotReplayed) {
     {
         auto store = openStore();
         ASSERT_NE(store, nullptr);
-        std::vector<StoredSlot> many;
+        std::vector<Slot> many;
         for (int i = 0; i < 50; ++i) many.push_back(slot("cams-" + std::to_string(i), 0, "akri.sh/cams"));
         ASSERT_TRUE(store->holdSlots(many));
         wal = readFile(stateDir_ / "state.db-wal");
@@ -524,7 +524,7 @@ TEST_F(StoreTest, FailedWriteRollsBackAndStoreWorksAgainAfterwards) {
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->holdSlots({slot("cams-4294ea", 0, "akri.sh/cams")}));
 
-    StoredSlot huge = slot("cams-4294ea", 1, std::string(8 << 20, 'x'));
+    Slot huge = slot("cams-4294ea", 1, std::string(8 << 20, 'x'));
     {
         FileSizeLimit limit(fs::file_size(stateDir_ / "state.db-wal") + 64 * 1024);
         Outcome outcome = store->holdSlots({slot("cams-8120fe", 0, "akri.sh/cams"), huge});
@@ -533,7 +533,7 @@ TEST_F(StoreTest, FailedWriteRollsBackAndStoreWorksAgainAfterwards) {
         EXPECT_NE(outcome.error().find("failed: "), std::string::npos) << outcome.error();
     }
     // Nothing of the failed transaction is visible, before or after a reopen.
-    EXPECT_EQ(store->slots(), std::vector<StoredSlot>{slot("cams-4294ea", 0, "akri.sh/cams")});
+    EXPECT_EQ(store->slots(), std::vector<Slot>{slot("cams-4294ea", 0, "akri.sh/cams")});
     ASSERT_TRUE(store->holdSlots({slot("cams-8120fe", 0, "akri.sh/cams")}));
     ASSERT_TRUE(store->addEvent("warning", "store", "disk was full", 5));
     EXPECT_EQ(store->slots().size(), 2u);
@@ -541,7 +541,7 @@ TEST_F(StoreTest, FailedWriteRollsBackAndStoreWorksAgainAfterwards) {
     store.reset();
     store = openStore();
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->slots(), (std::vector<StoredSlot>{slot("cams-4294ea", 0, "akri.sh/cams"),
+    EXPECT_EQ(store->slots(), (std::vector<Slot>{slot("cams-4294ea", 0, "akri.sh/cams"),
                                                        slot("cams-8120fe", 0, "akri.sh/cams")}));
 }
 
@@ -558,11 +558,11 @@ TEST_F(StoreTest, HoldingAndReleasingManyTimesLeavesTheLastState) {
         }
     }
     const int last = (kRounds - 1) % 4;
-    EXPECT_EQ(store->slots(), std::vector<StoredSlot>{slot("cams-4294ea", last, "akri.sh/cams")});
+    EXPECT_EQ(store->slots(), std::vector<Slot>{slot("cams-4294ea", last, "akri.sh/cams")});
     store.reset();
     store = openStore();
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->slots(), std::vector<StoredSlot>{slot("cams-4294ea", last, "akri.sh/cams")});
+    EXPECT_EQ(store->slots(), std::vector<Slot>{slot("cams-4294ea", last, "akri.sh/cams")});
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ namespace devlet {
 namespace {
 
 namespace fs = std::filesystem;
-using Held = std::map<std::string, StoredSlot>;
+using Held = std::map<std::string, Slot>;
 using test::SynchronousNormalForced;
 
 std::string describe(const Held& held) {
@@ -109,9 +109,9 @@ protected:
                 Outcome outcome = Outcome::ok();
                 int kind = pick(10);
                 if (kind < 4) {
-                    std::vector<StoredSlot> slots;
+                    std::vector<Slot> slots;
                     for (int n = 1 + pick(3); n > 0; --n) {
-                        StoredSlot slot;
+                        Slot slot;
                         slot.instance = "cams-" + std::to_string(100000 + pick(12));
                         slot.index = pick(4);
                         slot.deviceId = slot.instance + "-" + std::to_string(slot.index);
@@ -171,7 +171,7 @@ protected:
                 return result;
             }
             Held found;
-            for (const StoredSlot& slot : store->slots()) found[slot.deviceId] = slot;
+            for (const Slot& slot : store->slots()) found[slot.deviceId] = slot;
             if (found != acknowledged && found != inFlight) {
                 result.mismatches.push_back("round " + std::to_string(round) + ": held " + describe(found) +
                                             ", acknowledged " + describe(acknowledged));
@@ -223,7 +223,7 @@ TEST_F(StorePowerLossTest, HoldsReleasesAndPodNamesAreSyncedBeforeTheCallReturns
     auto store = openStore();
     ASSERT_NE(store, nullptr);
     const std::string wal = dbPath_.string() + "-wal";
-    StoredSlot slot{"cams-4294ea-0", "cams-4294ea", "cams", 0, "akri.sh/cams", 1000, "", ""};
+    Slot slot{"cams-4294ea-0", "cams-4294ea", "cams", 0, "akri.sh/cams", 1000, "", ""};
 
     std::uint64_t before = vfs_.syncs(wal);
     ASSERT_TRUE(store->holdSlots({slot}));
@@ -245,7 +245,7 @@ TEST_F(StorePowerLossTest, InstancesAndEventsReachTheDiskWithTheNextHold) {
     ASSERT_NE(store, nullptr);
     const std::string wal = dbPath_.string() + "-wal";
     StoredInstance instance{"cams-4294ea", "cams", "urn:uuid:4294ea", 10, 20, "present"};
-    StoredSlot slot{"cams-4294ea-0", "cams-4294ea", "cams", 0, "akri.sh/cams", 1000, "", ""};
+    Slot slot{"cams-4294ea-0", "cams-4294ea", "cams", 0, "akri.sh/cams", 1000, "", ""};
 
     std::uint64_t before = vfs_.syncs(wal);
     ASSERT_TRUE(store->saveInstance(instance));
@@ -262,7 +262,7 @@ TEST_F(StorePowerLossTest, InstancesAndEventsReachTheDiskWithTheNextHold) {
     EXPECT_EQ(store->instances(), std::vector<StoredInstance>{instance});
     ASSERT_EQ(store->recentEvents(1).size(), 1u);
     EXPECT_EQ(store->recentEvents(1).front().message, "offered");
-    EXPECT_EQ(store->slots(), std::vector<StoredSlot>{slot});
+    EXPECT_EQ(store->slots(), std::vector<Slot>{slot});
 }
 
 // state.db is created by the store itself; a cut right after the first hold keeps both
@@ -270,14 +270,14 @@ TEST_F(StorePowerLossTest, InstancesAndEventsReachTheDiskWithTheNextHold) {
 TEST_F(StorePowerLossTest, FirstHoldInAFreshStateDirectorySurvivesAPowerCut) {
     auto store = openStore();
     ASSERT_NE(store, nullptr);
-    StoredSlot slot{"cams-4294ea-0", "cams-4294ea", "cams", 0, "akri.sh/cams", 1000, "", ""};
+    Slot slot{"cams-4294ea-0", "cams-4294ea", "cams", 0, "akri.sh/cams", 1000, "", ""};
     ASSERT_TRUE(store->holdSlots({slot}));
     vfs_.cutNow();
     store.reset();
     ASSERT_EQ(vfs_.restore(), "");
     store = openStore();
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->slots(), std::vector<StoredSlot>{slot});
+    EXPECT_EQ(store->slots(), std::vector<Slot>{slot});
 }
 
 }  // namespace

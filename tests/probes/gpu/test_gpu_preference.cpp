@@ -40,7 +40,7 @@ protected:
         for (const ConfigurationView& view : inventory_.view()) {
             for (const InstanceView& instance : view.instances) {
                 numa_[instance.name] = *instance.device.numaNode;
-                for (const SlotView& slot : instance.slots) available_.push_back(slot.id);
+                for (const Slot& slot : instance.slots) available_.push_back(slot.deviceId);
             }
         }
         ASSERT_EQ(available_.size(), 8u);
