@@ -506,30 +506,16 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
         }
         for (InstanceView& instance : view.instances) {
             status::InstanceStatus i;
-            i.name = instance.name;
-            i.id = instance.device.id;
-            i.configuration = instance.configuration;
-            i.resource = inventory_->instanceResource(instance.name);
-            i.shared = instance.device.shared;
-            i.present = instance.present;
-            i.offered = instance.offered;
+            static_cast<InstanceView&>(i) = std::move(instance);
+            i.resource = inventory_->instanceResource(i.name);
             i.registered = host_.isRegistered(i.resource);
+            i.capacity = c.capacity;
             if (std::string problem = host_.problem(i.resource); !problem.empty())
                 c.listProblems.push_back(i.resource + ": " + problem);
-            i.properties = std::move(instance.device.properties);
-            i.nodes = std::move(instance.device.nodes);
-            i.numaNode = instance.device.numaNode;
-            i.firstSeenMs = instance.firstSeenMs;
-            i.lastSeenMs = instance.lastSeenMs;
-            if (auto state = deviceStates.find(instance.device.id); state != deviceStates.end())
+            if (auto state = deviceStates.find(i.device.id); state != deviceStates.end())
                 i.deviceState = state->second;
-            if (auto notes = deviceNotes.find(instance.device.id); notes != deviceNotes.end())
+            if (auto notes = deviceNotes.find(i.device.id); notes != deviceNotes.end())
                 i.deviceNotes = notes->second;
-            for (Slot& slot : instance.slots) {
-                i.slots.push_back({std::move(slot.deviceId), slot.index, slot.index < c.capacity,
-                                   std::move(slot.holderResource), std::move(slot.pod),
-                                   std::move(slot.podNamespace), slot.sinceMs});
-            }
             c.instances.push_back(std::move(i));
         }
         snapshot->configurations.push_back(std::move(c));

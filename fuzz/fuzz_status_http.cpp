@@ -54,16 +54,17 @@ public:
         configuration.capacity = 2;
         InstanceStatus instance;
         instance.name = "cams-4294ea";
-        instance.id = "http://192.0.2.10/onvif/device_service";
+        instance.device.id = "http://192.0.2.10/onvif/device_service";
         instance.configuration = "cams";
         instance.resource = "akri.sh/cams-4294ea";
         instance.present = instance.offered = instance.registered = true;
-        instance.properties = {{"ONVIF_DEVICE_SERVICE_URL", instance.id},
-                               {"ONVIF_STREAM_URI", "rtsp://192.0.2.10/" + std::string(kMarker)}};
-        instance.nodes = {{"/dev/null", "", "rw"}};
-        instance.slots = {{"cams-4294ea-0", 0, true, "akri.sh/cams", "pod-" + std::string(kMarker), "default",
-                           1714555000000},
-                          {"cams-4294ea-1", 1, true, "", "", "", 0}};
+        instance.device.properties = {{"ONVIF_DEVICE_SERVICE_URL", instance.device.id},
+                                      {"ONVIF_STREAM_URI", "rtsp://192.0.2.10/" + std::string(kMarker)}};
+        instance.device.nodes = {{"/dev/null", "", "rw"}};
+        instance.capacity = 2;
+        instance.slots = {{"cams-4294ea-0", "cams-4294ea", "cams", 0, "akri.sh/cams", 1714555000000,
+                           "pod-" + std::string(kMarker), "default"},
+                          {"cams-4294ea-1", "cams-4294ea", "cams", 1, "", 0, "", ""}};
         configuration.instances = {instance};
         made->configurations = {configuration};
         snapshot_ = made;

@@ -2,10 +2,13 @@
 // Value types shared by probes, the inventory and the plugins: no OS handles,
 // comparable, so snapshots diff cleanly.
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "runtime/slot.h"
 
 namespace devlet {
 
@@ -32,6 +35,19 @@ struct Instance {
     std::map<std::string, std::string> properties;  // become container environment
     std::optional<int> numaNode;
     bool operator==(const Instance&) const = default;
+};
+
+// An instance as the inventory knows it: the device, whether it is seen and offered, and
+// its slots with their holders. The status page's view of an instance derives from it.
+struct InstanceView {
+    std::string name;
+    std::string configuration;
+    Instance device;
+    bool present = false;  // the probe sees it now
+    bool offered = false;  // its resource is registered (present, or gone within grace)
+    std::int64_t firstSeenMs = 0;
+    std::int64_t lastSeenMs = 0;
+    std::vector<Slot> slots;  // every slot up to its count, held or free
 };
 
 }  // namespace devlet

@@ -70,17 +70,6 @@ struct AllocationRefused {
     std::string message;
 };
 
-struct InstanceView {
-    std::string name;
-    std::string configuration;
-    Instance device;
-    bool present = false;  // the probe sees it now
-    bool offered = false;  // its resource is registered (present, or gone within grace)
-    std::int64_t firstSeenMs = 0;
-    std::int64_t lastSeenMs = 0;
-    std::vector<Slot> slots;  // every slot up to its count, held or free
-};
-
 // What the configuration's probe said about itself: its passes, its errors and how fast
 // its changes reached the plugins.
 struct DiscoveryView {

@@ -220,10 +220,10 @@ std::string inventoryMetricsText(const StatusSnapshot& s) {
     for (const ConfigurationStatus& c : s.configurations) {
         std::map<std::string, std::size_t> byState{{"free", 0}, {"held", 0}, {"unavailable", 0}};
         for (const InstanceStatus& i : c.instances) {
-            for (const SlotStatus& slot : i.slots) {
+            for (const Slot& slot : i.slots) {
                 if (!slot.holderResource.empty()) {
                     ++byState["held"];
-                } else if (i.present && i.offered && slot.withinCapacity) {
+                } else if (i.present && i.offered && slot.index < i.capacity) {
                     ++byState["free"];
                 } else {
                     ++byState["unavailable"];

@@ -44,15 +44,15 @@ json::value stringOrNull(const std::string& text, const json::storage_ptr& sp) {
     return json::value(text, sp);
 }
 
-std::string slotState(const InstanceStatus& instance, const SlotStatus& slot) {
+std::string slotState(const InstanceStatus& instance, const Slot& slot) {
     if (!slot.holderResource.empty()) return "held";
-    if (!instance.present || !instance.offered || !slot.withinCapacity) return "unavailable";
+    if (!instance.present || !instance.offered || slot.index >= instance.capacity) return "unavailable";
     return "free";
 }
 
-json::object slotJson(const InstanceStatus& instance, const SlotStatus& slot, const json::storage_ptr& sp) {
+json::object slotJson(const InstanceStatus& instance, const Slot& slot, const json::storage_ptr& sp) {
     json::object o(sp);
-    o["id"] = slot.id;
+    o["id"] = slot.deviceId;
     o["index"] = slot.index;
     o["state"] = slotState(instance, slot);
     if (slot.holderResource.empty()) {
@@ -73,10 +73,10 @@ json::object instanceJson(const StatusSnapshot& snapshot, const ConfigurationSta
     json::object o(sp);
     o.reserve(20);
     o["name"] = i.name;
-    o["id"] = withoutUserInfo(i.id);
+    o["id"] = withoutUserInfo(i.device.id);
     o["configuration"] = i.configuration;
     o["resource"] = i.resource;
-    o["shared"] = i.shared;
+    o["shared"] = i.device.shared;
     o["health"] = instanceHealth(i);
     o["present"] = i.present;
     o["offered"] = i.offered;
@@ -84,7 +84,7 @@ json::object instanceJson(const StatusSnapshot& snapshot, const ConfigurationSta
     o["reason"] = stringOrNull(instanceReason(snapshot, c, i), sp);
     json::object properties(sp);
     std::size_t redacted = 0;
-    for (const auto& [key, value] : i.properties) {
+    for (const auto& [key, value] : i.device.properties) {
         if (looksLikeSecret(key)) {
             ++redacted;
             continue;
@@ -94,7 +94,7 @@ json::object instanceJson(const StatusSnapshot& snapshot, const ConfigurationSta
     o["properties"] = std::move(properties);
     o["propertiesRedacted"] = redacted;
     json::array nodes(sp);
-    for (const DeviceNode& node : i.nodes) {
+    for (const DeviceNode& node : i.device.nodes) {
         nodes.push_back(
             json::object({{"hostPath", node.hostPath},
                           {"containerPath", node.containerPath.empty() ? node.hostPath : node.containerPath},
@@ -102,7 +102,7 @@ json::object instanceJson(const StatusSnapshot& snapshot, const ConfigurationSta
                          sp));
     }
     o["deviceNodes"] = std::move(nodes);
-    o["numaNode"] = i.numaNode ? json::value(*i.numaNode) : json::value(nullptr);
+    o["numaNode"] = i.device.numaNode ? json::value(*i.device.numaNode) : json::value(nullptr);
     o["firstSeen"] = timeOrNull(i.firstSeenMs, sp);
     o["lastSeen"] = timeOrNull(i.lastSeenMs, sp);
     o["deviceState"] = stringOrNull(i.deviceState, sp);
@@ -111,7 +111,7 @@ json::object instanceJson(const StatusSnapshot& snapshot, const ConfigurationSta
     o["deviceNotes"] = std::move(notes);
     std::size_t held = 0;
     json::array slots(sp);
-    for (const SlotStatus& slot : i.slots) {
+    for (const Slot& slot : i.slots) {
         held += slot.holderResource.empty() ? 0 : 1;
         slots.push_back(slotJson(i, slot, sp));
     }
@@ -179,8 +179,8 @@ Counts count(const ConfigurationStatus& c) {
         } else {
             ++n.withdrawn;
         }
-        for (const SlotStatus& s : i.slots) {
-            if (i.offered && s.withinCapacity) ++n.slots;
+        for (const Slot& s : i.slots) {
+            if (i.offered && s.index < i.capacity) ++n.slots;
             if (!s.holderResource.empty()) ++n.slotsInUse;
         }
     }
@@ -341,7 +341,7 @@ std::string instanceHealth(const InstanceStatus& instance) {
 std::string instanceReason(const StatusSnapshot& snapshot, const ConfigurationStatus& configuration,
                            const InstanceStatus& instance) {
     std::size_t held = 0;
-    for (const SlotStatus& s : instance.slots) held += s.holderResource.empty() ? 0 : 1;
+    for (const Slot& s : instance.slots) held += s.holderResource.empty() ? 0 : 1;
     if (!instance.present && instance.offered) {
         return "device gone (last seen " + isoTime(instance.lastSeenMs) +
                "); its slots are Unhealthy until it comes back or its grace period ends";
@@ -529,7 +529,7 @@ std::string apiJson(std::string_view what, const StatusSnapshot& snapshot,
         json::array a(sp);
         for (const ConfigurationStatus& c : snapshot.configurations) {
             for (const InstanceStatus& i : c.instances) {
-                for (const SlotStatus& s : i.slots) {
+                for (const Slot& s : i.slots) {
                     json::object o = slotJson(i, s, sp);
                     o["instance"] = i.name;
                     o["configuration"] = c.name;

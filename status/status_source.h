@@ -17,33 +17,17 @@
 
 namespace devlet::status {
 
-struct SlotStatus {
-    std::string id;  // "<instance>-<k>", the device id in both resources
-    int index = 0;
-    bool withinCapacity = true;  // false: left over after the capacity shrank, held until released
-    std::string holderResource;  // empty = free
-    std::string pod;
-    std::string podNamespace;
-    std::int64_t sinceMs = 0;  // when the holder took it (wall clock, ms since the epoch)
-};
-
-struct InstanceStatus {
-    std::string name;  // "<configuration>-<hash>"
-    std::string id;    // the handler's device id
-    std::string configuration;
-    std::string resource;  // instance-level resource
-    bool shared = false;
-    bool present = false;                           // the probe sees it now
-    bool offered = false;                           // its resource is offered (present, or gone within grace)
-    bool registered = false;                        // its plugin is registered with the kubelet now
-    std::map<std::string, std::string> properties;  // as the probe reported them (not yet redacted)
-    std::vector<DeviceNode> nodes;
-    std::optional<int> numaNode;
-    std::int64_t firstSeenMs = 0;
-    std::int64_t lastSeenMs = 0;
+// An instance with what the daemon adds for the page: its resource, whether its plugin
+// is registered, the configuration's capacity (slots at or above it are left over after
+// it shrank, held until released) and the handler's word on the device. Its fields from
+// InstanceView: name, configuration, device (properties not yet redacted), present,
+// offered, firstSeenMs, lastSeenMs, slots.
+struct InstanceStatus : InstanceView {
+    std::string resource;     // instance-level resource
+    bool registered = false;  // its plugin is registered with the kubelet now
+    int capacity = 1;
     std::string deviceState;  // the handler's word on it ("up without authentication"); may be empty
     std::vector<std::string> deviceNotes;  // the handler's remarks on it (a rewritten camera address)
-    std::vector<SlotStatus> slots;
 };
 
 // What a configuration's probe says about its passes (see runtime/inventory.h DiscoveryView).

@@ -23,7 +23,7 @@ namespace json = boost::json;
 InstanceStatus instance(const std::string& name, const std::string& id, bool present, bool offered) {
     InstanceStatus i;
     i.name = name;
-    i.id = id;
+    i.device.id = id;
     i.configuration = "cams";
     i.resource = "akri.sh/" + name;
     i.present = present;
@@ -31,7 +31,8 @@ InstanceStatus instance(const std::string& name, const std::string& id, bool pre
     i.registered = offered;
     i.firstSeenMs = 1700000000000;
     i.lastSeenMs = 1700000001000;
-    i.slots = {{name + "-0", 0, true, "", "", "", 0}, {name + "-1", 1, true, "", "", "", 0}};
+    i.capacity = 2;
+    i.slots = {{name + "-0", name, "cams", 0, "", 0, "", ""}, {name + "-1", name, "cams", 1, "", 0, "", ""}};
     return i;
 }
 
@@ -87,9 +88,9 @@ TEST(StatusReport, UserInfoIsCutFromUrls) {
 TEST(StatusReport, InstancesCarryStableFieldsAndNoSecrets) {
     StatusSnapshot s = connectedSnapshot();
     auto& i = s.configurations[0].instances[0];
-    i.properties = {{"ONVIF_DEVICE_UUID", "uuid-1"},
-                    {"ONVIF_PASSWORD", "hunter2"},
-                    {"ONVIF_STREAM_URI", "rtsp://admin:hunter2@192.0.2.7/s"}};
+    i.device.properties = {{"ONVIF_DEVICE_UUID", "uuid-1"},
+                           {"ONVIF_PASSWORD", "hunter2"},
+                           {"ONVIF_STREAM_URI", "rtsp://admin:hunter2@192.0.2.7/s"}};
     const std::string text = apiJson("instances", s, {});
     EXPECT_EQ(text.find("hunter2"), std::string::npos) << text;
     const json::object doc = parse(text);
