@@ -255,43 +255,27 @@ void Daemon::reloadConfigurations() {
         it = files.count(it->first) ? std::next(it) : lastGood_.erase(it);
     }
 
-    // Where two definitions clash (a name, or a resource), the one already running
-    // keeps running and the newcomer is the error; otherwise the first in file order wins.
     std::vector<const Configuration*> candidates;
     for (const auto& [file, list] : lastGood_) {
         for (const Configuration& configuration : list) candidates.push_back(&configuration);
     }
-    std::stable_partition(candidates.begin(), candidates.end(), [this](const Configuration* c) {
-        auto it = running_.find(c->name);
-        return it != running_.end() && it->second.sourceFile == c->sourceFile;
-    });
-    std::vector<Configuration> configurations;
-    std::map<std::string, std::string> definedAt;
-    std::map<std::string, std::chrono::milliseconds> grace;
-    auto reject = [this](const Configuration& configuration, const std::string& why) {
-        const std::string message = configuration.sourceFile + ":" +
-                                    std::to_string(configuration.sourceLine) + ": configuration \"" +
-                                    configuration.name + "\" " + why + "; this one is ignored";
+    ChosenConfigurations chosen = chooseConfigurations(
+        candidates,
+        [this](const Configuration& c) {
+            auto it = running_.find(c.name);
+            return it != running_.end() && it->second.sourceFile == c.sourceFile;
+        },
+        settings_.resourceDomain);
+    for (std::string& message : chosen.rejected) {
         log.error() << message;
-        configurationErrors_.push_back(message);
-    };
-    for (const Configuration* candidate : candidates) {
-        const Configuration& configuration = *candidate;
-        if (auto it = definedAt.find(configuration.name); it != definedAt.end()) {
-            reject(configuration, "is already defined at " + it->second);
-            continue;
-        }
-        if (std::string conflict = resourceConflict(configuration, configurations, settings_.resourceDomain);
-            !conflict.empty()) {
-            reject(configuration, "cannot be offered: " + conflict);
-            continue;
-        }
-        definedAt[configuration.name] =
-            configuration.sourceFile + ":" + std::to_string(configuration.sourceLine);
+        configurationErrors_.push_back(std::move(message));
+    }
+    std::vector<Configuration>& configurations = chosen.accepted;
+    std::map<std::string, std::chrono::milliseconds> grace;
+    for (const Configuration& configuration : configurations) {
         const DiscoveryHandler* handler = handlers_.find(configuration.handler);
         grace[configuration.name] = configuration.removalGrace.value_or(
             handler ? handler->defaultRemovalGrace() : std::chrono::milliseconds(0));
-        configurations.push_back(configuration);
     }
     inventory_->applyConfigurations(configurations, grace);
     restartProbes(configurations);

@@ -663,4 +663,34 @@ std::string resourceConflict(const Configuration& candidate, const std::vector<C
     return {};
 }
 
+ChosenConfigurations chooseConfigurations(const std::vector<const Configuration*>& candidates,
+                                          const std::function<bool(const Configuration&)>& running,
+                                          const std::string& resourceDomain) {
+    std::vector<const Configuration*> ordered = candidates;
+    std::stable_partition(ordered.begin(), ordered.end(),
+                          [&](const Configuration* c) { return running(*c); });
+    ChosenConfigurations chosen;
+    std::map<std::string, std::string> definedAt;
+    auto where = [](const Configuration& c) { return c.sourceFile + ":" + std::to_string(c.sourceLine); };
+    auto reject = [&](const Configuration& configuration, const std::string& why) {
+        chosen.rejected.push_back(where(configuration) + ": configuration \"" + configuration.name + "\" " +
+                                  why + "; this one is ignored");
+    };
+    for (const Configuration* candidate : ordered) {
+        const Configuration& configuration = *candidate;
+        if (auto it = definedAt.find(configuration.name); it != definedAt.end()) {
+            reject(configuration, "is already defined at " + it->second);
+            continue;
+        }
+        if (std::string conflict = resourceConflict(configuration, chosen.accepted, resourceDomain);
+            !conflict.empty()) {
+            reject(configuration, "cannot be offered: " + conflict);
+            continue;
+        }
+        definedAt[configuration.name] = where(configuration);
+        chosen.accepted.push_back(configuration);
+    }
+    return chosen;
+}
+
 }  // namespace devlet

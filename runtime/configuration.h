@@ -3,6 +3,7 @@
 // additions live under `spec.devlet`. Pure: reads text, returns values and problems.
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -59,6 +60,17 @@ std::string configurationLevelResource(const Configuration& configuration, const
 // ("<domain>/<name>-<6 hex>"), so two plugins could claim one name. Empty if it can.
 std::string resourceConflict(const Configuration& candidate, const std::vector<Configuration>& accepted,
                              const std::string& resourceDomain);
+
+// Which configurations run, out of every file's last good ones (in file order). Where two
+// definitions clash (a name, or a resource: resourceConflict), the one already running
+// keeps running and the newcomer is the error; otherwise the first in file order wins.
+struct ChosenConfigurations {
+    std::vector<Configuration> accepted;
+    std::vector<std::string> rejected;  // "file:line: configuration "x" why; this one is ignored"
+};
+ChosenConfigurations chooseConfigurations(const std::vector<const Configuration*>& candidates,
+                                          const std::function<bool(const Configuration&)>& running,
+                                          const std::string& resourceDomain);
 
 // Files in a conf dir that hold configurations (*.yaml, *.yml; editor temp files skipped).
 std::vector<std::string> configurationFiles(const std::string& dir);
