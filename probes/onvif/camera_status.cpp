@@ -132,4 +132,11 @@ void sortStatuses(std::vector<CameraStatus>& statuses) {
     });
 }
 
+std::string ignoredAnswerName(const IgnoredAnswer& answer) {
+    std::string name =
+        (answer.message.empty() ? std::string("datagram") : answer.message) + " from " + answer.sender;
+    if (!answer.uuid.empty()) name += " (uuid " + answer.uuid + ")";
+    return name;
+}
+
 }  // namespace devlet::onvif

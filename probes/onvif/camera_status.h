@@ -5,6 +5,7 @@
 // the probe's observations; pure, any thread. The onvif probe keeps one per camera for the
 // status server; `devlet probe onvif` prints them.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,22 @@ struct CameraStatus {
     std::string error;                              // the call that failed last, for people (never a secret)
     bool operator==(const CameraStatus&) const = default;
 };
+
+// A WS-Discovery answer the probe read (or refused to read) and did not use, for people:
+// who sent it, what it announced, and why it was not used. Answers alike in sender, uuid
+// and reason are one entry with a count.
+struct IgnoredAnswer {
+    std::string sender;               // the datagram's source address
+    std::string message;              // "ProbeMatches", "Hello", …; empty when it could not be read
+    std::string uuid;                 // the endpoint it announced, when one was read
+    std::vector<std::string> xaddrs;  // the service URLs it announced
+    std::string reason;               // "not a camera", "XAddrs not at the sender's address", …
+    std::uint64_t count = 1;
+    bool operator==(const IgnoredAnswer&) const = default;
+};
+
+// "answer from 192.0.2.9 (uuid 3fa1…)": how the status page names an ignored answer.
+std::string ignoredAnswerName(const IgnoredAnswer& answer);
 
 // How far the probe has got with a camera it queries.
 struct CameraProgress {

@@ -42,6 +42,19 @@ const asio::ip::address_v4 kDiscoveryGroup = asio::ip::make_address_v4("239.255.
 constexpr std::size_t kMaxCameras = 1024;
 constexpr std::size_t kRememberedMessages = 2048;
 constexpr int kForgetAfterMisses = 60;  // an unreachable camera no probe finds is dropped
+// Datagrams parsed per sender: a camera sends a few per Probe (one answer per Probe copy)
+// and a Hello or two when it starts; 64 at once and 16 a second more is far above that,
+// and keeps one host from making the loop parse 64 KiB datagrams without end.
+constexpr double kDatagramBurst = 64;
+constexpr double kDatagramsPerSecond = 16;
+// Senders whose share is tracked at once; 4,096 covers a /20 answering one Probe together.
+// When all are busy, datagrams of new senders wait for a share to refill (rate-limited).
+constexpr std::size_t kTrackedSenders = 4096;
+// Distinct ignored answers kept for people (by sender, uuid and reason); more are counted.
+constexpr std::size_t kMaxIgnoredAnswers = 256;
+// Resolves sent and not yet answered: the oldest is forgotten past this.
+constexpr std::size_t kMaxPendingResolves = 256;
+constexpr const char* kDuplicate = "duplicate (a retransmission: same sender and MessageID)";
 
 // The IPv4 address of a network interface, or nullopt.
 std::optional<asio::ip::address_v4> interfaceAddress(const std::string& name) {
@@ -154,6 +167,58 @@ private:
     std::deque<std::string> order_;
 };
 
+// A token bucket per sender address, in bounded memory: senders whose bucket is full again
+// are forgotten when room is needed.
+class SenderRateLimit {
+public:
+    // False when the sender has used its share (or too many senders are busy at once).
+    bool admit(const std::string& sender, std::chrono::steady_clock::time_point now) {
+        auto it = buckets_.find(sender);
+        if (it == buckets_.end()) {
+            if (buckets_.size() >= kTrackedSenders) {
+                for (auto it = buckets_.begin(); it != buckets_.end();)
+                    it = refill(it->second, now) >= kDatagramBurst ? buckets_.erase(it) : std::next(it);
+                if (buckets_.size() >= kTrackedSenders) return false;
+            }
+            it = buckets_.emplace(sender, Bucket{kDatagramBurst, now}).first;
+        }
+        if (refill(it->second, now) < 1) return false;
+        it->second.tokens -= 1;
+        return true;
+    }
+
+private:
+    struct Bucket {
+        double tokens;
+        std::chrono::steady_clock::time_point updated;
+    };
+    static double refill(Bucket& bucket, std::chrono::steady_clock::time_point now) {
+        const std::chrono::duration<double> elapsed = now - bucket.updated;
+        bucket.tokens = std::min(kDatagramBurst, bucket.tokens + elapsed.count() * kDatagramsPerSecond);
+        bucket.updated = now;
+        return bucket.tokens;
+    }
+    std::map<std::string, Bucket> buckets_;
+};
+
+// The address a datagram came from, as text; an IPv4-mapped IPv6 address as IPv4.
+std::string senderAddress(const udp::endpoint& sender) {
+    asio::ip::address address = sender.address();
+    if (address.is_v6() && address.to_v6().is_v4_mapped())
+        address = asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
+    return address.to_string();
+}
+
+// Whether the URL's host is an IPv4 address inside one of the ranges.
+bool urlHostInRanges(const std::string& url, const std::vector<Ipv4Range>& ranges) {
+    boost::system::error_code error;
+    const asio::ip::address_v4 host = asio::ip::make_address_v4(urlHost(url), error);
+    if (error) return false;
+    const std::uint32_t value = host.to_uint();
+    return std::any_of(ranges.begin(), ranges.end(),
+                       [&](const Ipv4Range& r) { return value >= r.first && value <= r.last; });
+}
+
 }  // namespace
 
 // Threads for the blocking SOAP calls. Work reaches the loop only through a Channel the
@@ -201,6 +266,8 @@ struct DiscoverySocket {
 
 struct Camera {
     CameraObservation observation;
+    std::string sender;  // the address whose datagram made it known
+    unsigned metadataVersion = 0;
     bool queried = false;                                // a full query has found the camera up
     bool answered = false;                               // a full query has returned, whatever it found
     bool busy = false;                                   // a call is in flight
@@ -274,7 +341,10 @@ public:
         if (!credentialsProblem_.empty()) result.problems.push_back(credentialsProblem_);
         if (!socketProblem_.empty()) result.problems.push_back(socketProblem_);
         result.networkUnusable = !socketProblem_.empty();
+        if (capIgnored_ > 0) result.problems.push_back(capProblem());
         result.notCameras = notCameras_;
+        result.ignored = ignoredAnswers_;
+        result.ignoredUnlisted = ignoredOverflow_;
         result.unicastProbes = unicastSent_;
         return result;
     }
@@ -605,94 +675,294 @@ private:
     }
 
     void handleDatagram(std::string_view datagram, const udp::endpoint& sender, bool answers) {
+        const std::string from = senderAddress(sender);
+        if (!rateLimit_.admit(from, std::chrono::steady_clock::now())) {
+            ignore({from,
+                    "",
+                    "",
+                    {},
+                    "rate-limited (more than " + std::to_string(int(kDatagramsPerSecond)) +
+                        " datagrams a second)"});
+            return;
+        }
         std::string error;
         std::optional<DiscoveryMessage> message = decodeDiscovery(datagram, error);
         if (!message) {
-            log.debug() << configuration_ << ": ignored a datagram from " << sender.address().to_string()
-                        << ": " << error;
+            ignore({from, "", "", {}, error});
             return;
         }
-        if (!seenIds_.insert(message->messageId)) return;
-        if (answers) {
-            if (message->kind != DiscoveryKind::ProbeMatches) return;
-            if (!sentIds_.contains(message->relatesTo)) {
-                log.debug() << configuration_ << ": ProbeMatches from " << sender.address().to_string()
-                            << " answer no Probe of ours";
-                return;
-            }
-            for (const DiscoveredEndpoint& endpoint : message->endpoints) found(endpoint, "ProbeMatch");
-        } else if (message->kind == DiscoveryKind::Hello) {
-            for (const DiscoveredEndpoint& endpoint : message->endpoints) found(endpoint, "Hello");
-        } else if (message->kind == DiscoveryKind::Bye) {
-            for (const DiscoveredEndpoint& endpoint : message->endpoints) bye(endpoint);
+        const std::string kind = describe(message->kind);
+        // A retransmission repeats the MessageID from the same sender. Two cameras of one
+        // firmware can send the same MessageID: it identifies a message only with its sender.
+        if (!message->messageId.empty() && !seenIds_.insert(from + " " + message->messageId)) {
+            ignore({from, kind, uuidOf(*message), {}, kDuplicate});
+            return;
         }
+        if (message->droppedEndpoints > 0)
+            ignore({from,
+                    kind,
+                    "",
+                    {},
+                    std::to_string(message->droppedEndpoints) + " of its matches unread (past " +
+                        std::to_string(kMaxEndpointsPerMessage) + ", or without an address)"});
+        if (answers) {
+            if (message->kind == DiscoveryKind::ProbeMatches) {
+                if (!sentIds_.contains(message->relatesTo)) {
+                    ignore({from, kind, uuidOf(*message), {}, "answers no Probe of ours"});
+                    return;
+                }
+                for (const DiscoveredEndpoint& endpoint : message->endpoints)
+                    found(endpoint, kind, from, sender);
+            } else if (message->kind == DiscoveryKind::ResolveMatches) {
+                resolved(*message, from, sender);
+            } else if (message->kind != DiscoveryKind::Probe && message->kind != DiscoveryKind::Resolve) {
+                ignore({from, kind, uuidOf(*message), {}, "not an answer to a Probe or Resolve"});
+            }
+        } else if (message->kind == DiscoveryKind::Hello) {
+            for (const DiscoveredEndpoint& endpoint : message->endpoints) found(endpoint, kind, from, sender);
+        } else if (message->kind == DiscoveryKind::Bye) {
+            for (const DiscoveredEndpoint& endpoint : message->endpoints) bye(endpoint, from);
+        }
+        // Probes and Resolves of other clients on the group are normal traffic: not reported.
     }
 
-    void found(const DiscoveredEndpoint& endpoint, const char* how) {
-        const std::string uuid = endpointUuid(endpoint.address);
-        if (uuid.empty()) return;
-        if (!isCamera(endpoint.types)) {
-            if (ignored_.insert(uuid)) {
-                log.debug() << configuration_ << ": " << endpoint.address << " is not a camera; ignored";
-                if (notCameras_.size() < 64) notCameras_.push_back(endpoint.address);
+    static std::string uuidOf(const DiscoveryMessage& message) {
+        return message.endpoints.empty() ? "" : endpointUuid(message.endpoints.front().address);
+    }
+
+    // Remembers an answer that was not used, for `devlet probe onvif` and the status page.
+    void ignore(IgnoredAnswer answer) {
+        for (IgnoredAnswer& known : ignoredAnswers_) {
+            if (known.sender == answer.sender && known.uuid == answer.uuid && known.reason == answer.reason) {
+                ++known.count;
+                return;
             }
+        }
+        if (ignoredAnswers_.size() >= kMaxIgnoredAnswers) {
+            ++ignoredOverflow_;
+            return;
+        }
+        log.debug() << configuration_ << ": ignored " << ignoredAnswerName(answer) << ": " << answer.reason;
+        ignoredAnswers_.push_back(std::move(answer));
+        if (firstWindowDone_) reportScan(false);
+    }
+
+    // A ProbeMatch, ResolveMatch or Hello from `from`: a camera to query, or an answer to
+    // report. A camera is queried only at the address that sent the datagram (or inside
+    // unicastTargets): anyone on the segment can answer a Probe or say Hello, and a device
+    // service URL elsewhere would make devlet call, and send credentials to, a host the
+    // announcer chose.
+    void found(const DiscoveredEndpoint& endpoint, const std::string& how, const std::string& from,
+               const udp::endpoint& sender) {
+        const std::string uuid = endpointUuid(endpoint.address);
+        IgnoredAnswer answer{from, how, uuid, endpoint.xaddrs, ""};
+        if (uuid.empty()) {
+            answer.reason = "no endpoint uuid";
+            ignore(std::move(answer));
+            return;
+        }
+        if (!isCamera(endpoint.types)) {
+            if (std::find(notCameras_.begin(), notCameras_.end(), endpoint.address) == notCameras_.end() &&
+                notCameras_.size() < 64)
+                notCameras_.push_back(endpoint.address);
+            answer.reason = "not a camera (Types: " + joined(endpoint.types) + ")";
+            ignore(std::move(answer));
             return;
         }
         if (auto why = discoveryFilterOut(details_, uuid, endpoint.scopes)) {
-            if (ignored_.insert(uuid + *why))
-                log.debug() << configuration_ << ": camera " << uuid << " filtered: " << *why;
             // Remembered for the status page; never queried: a filtered camera gets no credentials.
             for (const std::string& url : endpoint.xaddrs) {
                 const std::string key = url + "-" + uuid;
                 if (excluded_.size() >= kMaxCameras && !excluded_.count(key)) break;
                 excluded_[key] = excludedCameraStatus(uuid, url, endpoint.scopes, *why);
             }
+            answer.reason = "filtered: " + *why;
+            ignore(std::move(answer));
             return;
         }
-        for (const std::string& url : endpoint.xaddrs) {
-            const std::string key = url + "-" + uuid;
-            auto it = cameras_.find(key);
-            if (it == cameras_.end()) {
-                if (cameras_.size() >= kMaxCameras) {
-                    if (!tooMany_)
-                        log.warning()
-                            << configuration_ << ": more than " << kMaxCameras << " cameras; others ignored";
-                    tooMany_ = true;
-                    return;
+        if (endpoint.xaddrs.empty()) {
+            // WS-Discovery's answer to an announcement without service URLs: ask the sender.
+            sendResolve(endpoint, from, sender);
+            return;
+        }
+        std::string url;
+        for (const std::string& candidate : endpoint.xaddrs) {
+            if (urlHostIs(candidate, from)) {
+                url = candidate;
+                break;
+            }
+        }
+        if (url.empty()) {
+            for (const std::string& candidate : endpoint.xaddrs) {
+                if (urlHostInRanges(candidate, details_.unicastTargets)) {
+                    url = candidate;
+                    break;
                 }
-                Camera camera;
-                camera.observation.uuid = uuid;
-                camera.observation.serviceUrl = url;
-                camera.observation.scopes = endpoint.scopes;
-                it = cameras_.emplace(key, std::move(camera)).first;
-                log.debug() << configuration_ << ": " << how << " from camera " << uuid << " at " << url;
-                query(key);
+            }
+        }
+        if (url.empty()) {
+            answer.reason = "XAddrs not at the sender's address";
+            if (!mode_.pass && ignoredAnswers_.size() < kMaxIgnoredAnswers)
+                log.warning() << configuration_ << ": " << how << " from " << from << " names camera " << uuid
+                              << " at " << joined(endpoint.xaddrs) << ", not at its own address: not queried";
+            ignore(std::move(answer));
+            return;
+        }
+        // One endpoint uuid is one camera: the same uuid from another address of the same
+        // family while the first still answers is a second host claiming it.
+        for (const auto& [key, camera] : cameras_) {
+            if (camera.observation.uuid != uuid || camera.sender == from || camera.left ||
+                camera.missed >= details_.missedChecks)
                 continue;
+            if (isIpv6(camera.sender) != isIpv6(from)) continue;
+            answer.reason = "uuid already announced by " + camera.sender;
+            ignore(std::move(answer));
+            return;
+        }
+        const std::string key = url + "-" + uuid;
+        auto it = cameras_.find(key);
+        if (it == cameras_.end()) {
+            if (cameras_.size() >= kMaxCameras) {
+                if (capIgnored_++ == 0)
+                    log.warning() << configuration_ << ": camera cap of " << kMaxCameras
+                                  << " reached; further cameras are ignored";
+                answer.reason = "camera cap of " + std::to_string(kMaxCameras) + " reached";
+                ignore(std::move(answer));
+                reportProblem(refusedCameras());
+                return;
             }
-            Camera& camera = it->second;
+            Camera camera;
+            camera.observation.uuid = uuid;
+            camera.observation.serviceUrl = url;
             camera.observation.scopes = endpoint.scopes;
-            const bool wasGone = camera.left || camera.missed >= details_.missedChecks;
-            camera.left = false;
-            if (wasGone && !camera.busy) {
-                camera.missed = 0;
-                query(key);
-            }
+            camera.sender = from;
+            camera.metadataVersion = endpoint.metadataVersion;
+            it = cameras_.emplace(key, std::move(camera)).first;
+            log.debug() << configuration_ << ": " << how << " from camera " << uuid << " at " << url;
+            query(key);
+            return;
+        }
+        Camera& camera = it->second;
+        camera.observation.scopes = endpoint.scopes;
+        camera.sender = from;
+        const bool wasGone = camera.left || camera.missed >= details_.missedChecks;
+        // A new MetadataVersion says the camera's description changed (profiles, addresses).
+        const bool changed = endpoint.metadataVersion != camera.metadataVersion;
+        if (changed && !wasGone)
+            log.info() << configuration_ << ": camera " << uuid << " announced metadata version "
+                       << endpoint.metadataVersion << " (was " << camera.metadataVersion
+                       << "); queried again";
+        camera.metadataVersion = endpoint.metadataVersion;
+        camera.left = false;
+        if ((wasGone || changed) && !camera.busy) {
+            camera.missed = 0;
+            query(key);
         }
     }
 
-    void bye(const DiscoveredEndpoint& endpoint) {
+    static bool isIpv6(const std::string& address) { return address.find(':') != std::string::npos; }
+
+    static std::string joined(const std::vector<std::string>& items) {
+        std::string text;
+        for (const std::string& item : items) text += (text.empty() ? "" : " ") + item;
+        return text.empty() ? "none" : text;
+    }
+
+    // A Resolve for the endpoint, unicast to the host that announced it.
+    void sendResolve(const DiscoveredEndpoint& endpoint, const std::string& from,
+                     const udp::endpoint& sender) {
+        const std::string uuid = endpointUuid(endpoint.address);
+        for (const auto& [id, pending] : resolves_)
+            if (pending.sender == from && pending.uuid == uuid) return;  // asked already
+        udp::socket* socket = nullptr;
+        if (sender.address().is_v4() ||
+            (sender.address().is_v6() && sender.address().to_v6().is_v4_mapped())) {
+            if (probeSocket_.is_open()) socket = &probeSocket_;
+        } else if (probe6_) {
+            socket = &probe6_->socket;
+        }
+        if (!socket) {
+            ignore({from, "", uuid, {}, "no XAddrs, and no socket to send a Resolve on"});
+            return;
+        }
+        const std::string id = newMessageId();
+        const std::string resolve = encodeResolve(id, endpoint.address);
+        udp::endpoint target = sender;
+        target.port(kDiscoveryPort);
+        if (target.address().is_v6() && target.address().to_v6().is_v4_mapped())
+            target.address(asio::ip::make_address_v4(asio::ip::v4_mapped, target.address().to_v6()));
+        boost::system::error_code error;
+        socket->send_to(asio::buffer(resolve), target, 0, error);
+        if (error) {
+            ignore({from, "", uuid, {}, "no XAddrs, and the Resolve could not be sent: " + error.message()});
+            return;
+        }
+        if (resolveOrder_.size() >= kMaxPendingResolves) {
+            resolves_.erase(resolveOrder_.front());
+            resolveOrder_.pop_front();
+        }
+        resolves_[id] = PendingResolve{from, uuid};
+        resolveOrder_.push_back(id);
+        log.debug() << configuration_ << ": camera " << uuid << " at " << from
+                    << " named no XAddrs; sent a Resolve";
+    }
+
+    // ResolveMatches count only from the host the Resolve went to, for the endpoint it asked.
+    void resolved(const DiscoveryMessage& message, const std::string& from, const udp::endpoint& sender) {
+        auto it = resolves_.find(message.relatesTo);
+        if (it == resolves_.end() || it->second.sender != from) {
+            ignore(
+                {from, "ResolveMatches", uuidOf(message), {}, "answers no Resolve of ours to this address"});
+            return;
+        }
+        const std::string uuid = it->second.uuid;
+        resolves_.erase(it);
+        std::erase(resolveOrder_, message.relatesTo);
+        for (const DiscoveredEndpoint& endpoint : message.endpoints) {
+            if (endpointUuid(endpoint.address) != uuid) {
+                ignore({from, "ResolveMatches", endpointUuid(endpoint.address), endpoint.xaddrs,
+                        "resolves an endpoint that was not asked for"});
+                continue;
+            }
+            if (endpoint.xaddrs.empty()) {
+                ignore({from, "ResolveMatches", uuid, {}, "no XAddrs in the ResolveMatch either"});
+                continue;
+            }
+            found(endpoint, "ResolveMatches", from, sender);
+        }
+    }
+
+    // A Bye counts only from the address the camera was found at: anyone can send one.
+    void bye(const DiscoveredEndpoint& endpoint, const std::string& from) {
         const std::string uuid = endpointUuid(endpoint.address);
         std::erase_if(excluded_, [&](const auto& entry) { return entry.second.uuid == uuid; });
         bool changed = false;
+        bool elsewhere = false;
         for (auto& [key, camera] : cameras_) {
             if (camera.observation.uuid != uuid || camera.left) continue;
+            if (camera.sender != from && !urlHostIs(camera.observation.serviceUrl, from)) {
+                elsewhere = true;
+                continue;
+            }
             camera.left = true;
             changed = true;
         }
+        if (elsewhere && !changed)
+            ignore({from, "Bye", uuid, {}, "Bye for a camera found at another address"});
         if (changed) {
             log.info() << configuration_ << ": camera " << uuid << " said Bye";
             report();
         }
+    }
+
+    std::vector<std::string> refusedCameras() const {
+        std::vector<std::string> refused;
+        for (const auto& [key, camera] : cameras_) {
+            if (!camera.queried || camera.left || camera.missed >= details_.missedChecks) continue;
+            if (camera.observation.report.auth == AuthResult::Refused)
+                refused.push_back(camera.observation.uuid);
+        }
+        return refused;
     }
 
     // The credential for the host the query contacts (the service URL's), within its scope.
@@ -807,14 +1077,11 @@ private:
     void report(bool cycleEnd = false) {
         if (!firstWindowDone_ || !running_) return;
         std::vector<CameraObservation> present;
-        std::vector<std::string> refused;
         for (const auto& [key, camera] : cameras_) {
             if (!camera.queried || camera.left || camera.missed >= details_.missedChecks) continue;
             present.push_back(camera.observation);
-            if (camera.observation.report.auth == AuthResult::Refused)
-                refused.push_back(camera.observation.uuid);
         }
-        reportProblem(refused);
+        reportProblem(refusedCameras());
         refreshStatuses();
         std::vector<Instance> instances = classifyOnvif(present, details_);
         if (!reported_ || !(*reported_ == instances)) {
@@ -841,6 +1108,10 @@ private:
                     {camera.instanceId.empty() ? camera.uuid : camera.instanceId, camera.reason, 1});
             }
         }
+        // Answers not used, but for retransmissions: every camera repeats itself.
+        for (const IgnoredAnswer& answer : ignoredAnswers_)
+            if (answer.reason != kDuplicate)
+                scan.excluded.push_back({ignoredAnswerName(answer), answer.reason, 1});
         if (!cycleEnd && scan.excluded == scanned_.excluded && scan.deviceStates == scanned_.deviceStates &&
             scan.deviceNotes == scanned_.deviceNotes)
             return;
@@ -884,6 +1155,7 @@ private:
     void reportProblem(const std::vector<std::string>& refused) {
         std::string problem = socketProblem_;
         if (!credentialsProblem_.empty()) problem += (problem.empty() ? "" : "; ") + credentialsProblem_;
+        if (capIgnored_ > 0) problem += (problem.empty() ? "" : "; ") + capProblem();
         if (!refused.empty()) {
             if (!problem.empty()) problem += "; ";
             problem += "authentication failed for " + std::to_string(refused.size()) + " camera" +
@@ -894,6 +1166,13 @@ private:
         if (problem == reportedProblem_) return;
         reportedProblem_ = problem;
         sink_.reportProbeError(configuration_, problem);
+    }
+
+    // The cap keeps one host from making the node register cameras without end; reaching it
+    // is a configuration problem a user must see (a narrower configuration, or a filter).
+    std::string capProblem() const {
+        return "camera cap of " + std::to_string(kMaxCameras) + " reached; " + std::to_string(capIgnored_) +
+               " answer" + (capIgnored_ == 1 ? "" : "s") + " ignored";
     }
 
     void fail(const std::string& message) {
@@ -924,8 +1203,17 @@ private:
     std::vector<std::string> notes_;       // a pass's warnings, for the command to print
     std::optional<std::vector<Instance>> reported_;
     RecentIds sentIds_{64};
-    RecentIds seenIds_{kRememberedMessages};
-    RecentIds ignored_{kRememberedMessages};
+    RecentIds seenIds_{kRememberedMessages};  // "<sender> <MessageID>"
+    SenderRateLimit rateLimit_;
+    std::vector<IgnoredAnswer> ignoredAnswers_;  // at most kMaxIgnoredAnswers
+    std::uint64_t ignoredOverflow_ = 0;          // ignored answers past that
+    std::uint64_t capIgnored_ = 0;               // answers ignored because of kMaxCameras
+    struct PendingResolve {
+        std::string sender;
+        std::string uuid;
+    };
+    std::map<std::string, PendingResolve> resolves_;  // by the Resolve's MessageID
+    std::deque<std::string> resolveOrder_;
     std::string multicastId_;
     std::string unicastId_;
     std::string unicastProbe_;
@@ -938,7 +1226,6 @@ private:
     bool sweeping_ = false;
     bool running_ = false;
     bool firstWindowDone_ = false;
-    bool tooMany_ = false;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(false);
     std::array<char, kMaxDatagram> probeBuffer_{};
     std::array<char, kMaxDatagram> listenBuffer_{};

@@ -51,6 +51,8 @@ struct OnvifPassResult {
     std::vector<CameraStatus> cameras;    // sorted by uuid and URL
     std::vector<std::string> problems;    // the credentials file, interfaces, failed sends
     std::vector<std::string> notCameras;  // endpoints that answered but are no camera (wsdp:Device hosts)
+    std::vector<IgnoredAnswer> ignored;   // every answer not used, and why
+    std::uint64_t ignoredUnlisted = 0;    // ignored answers past the list's bound
     bool networkUnusable = false;         // the WS-Discovery socket could not be opened
     std::uint64_t unicastProbes = 0;      // unicast Probes sent
 };

@@ -3,7 +3,9 @@
 // The gSOAP interface of the ONVIF and WS-Discovery messages devlet sends and reads, written
 // by hand: only the operations and members that are used. soapcpp2 turns it into the
 // serializers at build time (probes/onvif/meson.build). Unknown elements in answers are
-// skipped (gSOAP's lax mode), so a type lists only what is read.
+// skipped (gSOAP's lax mode), so a type lists only what is read. WS-Discovery types are only
+// written with these serializers: datagrams are read through gSOAP's DOM (soap_wire.cpp), which
+// accepts the namespace variants and header blocks cameras send.
 
 //gsoap wsa schema namespace: http://schemas.xmlsoap.org/ws/2004/08/addressing
 //gsoap wsa schema elementForm: qualified
@@ -91,6 +93,20 @@ struct wsdd__HelloType {
 struct wsdd__ByeType {
     struct wsa__EndpointReferenceType wsa__EndpointReference;
 };
+/* Resolve: what a Hello without XAddrs is answered with, unicast to its sender. */
+struct wsdd__ResolveType {
+    struct wsa__EndpointReferenceType wsa__EndpointReference;
+};
+struct wsdd__ResolveMatchType {
+    struct wsa__EndpointReferenceType wsa__EndpointReference;
+    _QName Types;
+    struct wsdd__ScopesType* Scopes;
+    char* XAddrs;
+    unsigned int MetadataVersion;
+};
+struct wsdd__ResolveMatchesType {
+    struct wsdd__ResolveMatchType* ResolveMatch;
+};
 
 //gsoap wsdd service name: Discovery
 //gsoap wsdd service style: document
@@ -103,6 +119,10 @@ int __wsdd__ProbeMatches(struct wsdd__ProbeMatchesType* wsdd__ProbeMatches, void
 int __wsdd__Hello(struct wsdd__HelloType* wsdd__Hello, void);
 //gsoap wsdd service method-action: Bye http://schemas.xmlsoap.org/ws/2005/04/discovery/Bye
 int __wsdd__Bye(struct wsdd__ByeType* wsdd__Bye, void);
+//gsoap wsdd service method-action: Resolve http://schemas.xmlsoap.org/ws/2005/04/discovery/Resolve
+int __wsdd__Resolve(struct wsdd__ResolveType* wsdd__Resolve, void);
+//gsoap wsdd service method-action: ResolveMatches http://schemas.xmlsoap.org/ws/2005/04/discovery/ResolveMatches
+int __wsdd__ResolveMatches(struct wsdd__ResolveMatchesType* wsdd__ResolveMatches, void);
 
 /* ONVIF schema types (tt) */
 struct tt__Date {

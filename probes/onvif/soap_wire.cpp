@@ -1,11 +1,21 @@
 #include "probes/onvif/soap_wire.h"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <random>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include "soapH.h"
+
+// gSOAP's DOM parser (dom.cpp, in the library built WITH_DOM); stdsoap2.h leaves it undeclared.
+SOAP_FMAC1 struct soap_dom_element* SOAP_FMAC2 soap_in_xsd__anyType(struct soap*, const char*,
+                                                                    struct soap_dom_element*, const char*);
 
 // The namespace table every gSOAP context of devlet uses (soapcpp2's .nsmap files leave out
 // prefixes that no declared type uses, such as the ONVIF network namespace of Types).
@@ -87,24 +97,6 @@ struct soap* context(Buffer& buffer) {
     return soap.get();
 }
 
-// "{uri}Local" from gSOAP's normalized QName: "prefix:Local" for prefixes in the table,
-// "\"uri\":Local" for others.
-std::string expandQName(struct soap* soap, const std::string& qname) {
-    if (qname.starts_with("\"")) {
-        const auto close = qname.find("\":", 1);
-        if (close == std::string::npos) return qname;
-        return "{" + qname.substr(1, close - 1) + "}" + qname.substr(close + 2);
-    }
-    const auto colon = qname.find(':');
-    if (colon == std::string::npos) return qname;
-    const std::string prefix = qname.substr(0, colon);
-    for (const Namespace* ns = soap->local_namespaces ? soap->local_namespaces : namespaces; ns && ns->id;
-         ++ns) {
-        if (prefix == ns->id) return "{" + std::string(ns->ns) + "}" + qname.substr(colon + 1);
-    }
-    return qname;
-}
-
 std::string qnameOut(const std::string& type) {
     // "{uri}Local" -> "\"uri\":Local": gSOAP declares the prefix on output.
     if (!type.starts_with("{")) return type;
@@ -165,25 +157,217 @@ std::string encode(struct soap* soap, Buffer& buffer, Wrapper& wrapper, Serializ
     return std::move(buffer.output);
 }
 
-DiscoveredEndpoint endpointIn(struct soap* soap, const wsa__EndpointReferenceType& reference,
-                              const char* types, const wsdd__ScopesType* scopes, const char* xaddrs,
-                              unsigned metadataVersion) {
-    DiscoveredEndpoint endpoint;
-    endpoint.address = reference.Address ? reference.Address : "";
-    for (const std::string& type : splitList(types, 32)) endpoint.types.push_back(expandQName(soap, type));
-    if (scopes) endpoint.scopes = splitList(scopes->__item, kMaxScopesPerEndpoint);
-    for (std::string& url : splitList(xaddrs, 1024)) {
-        if (endpoint.xaddrs.size() >= kMaxXAddrsPerEndpoint) break;
-        if (isUsableServiceUrl(url)) endpoint.xaddrs.push_back(std::move(url));
+// --- Reading: a walk over gSOAP's DOM by namespace URI and local name ---
+
+constexpr std::array kSoapEnvelopes{"http://www.w3.org/2003/05/soap-envelope",
+                                    "http://schemas.xmlsoap.org/soap/envelope/"};
+constexpr std::array kAddressing{"http://schemas.xmlsoap.org/ws/2004/08/addressing",
+                                 "http://www.w3.org/2005/08/addressing"};
+constexpr std::array kDiscovery{"http://schemas.xmlsoap.org/ws/2005/04/discovery",
+                                "http://docs.oasis-open.org/ws-dd/ns/discovery/2009/01"};
+
+template <std::size_t N>
+bool inNamespaces(const char* uri, const std::array<const char*, N>& uris) {
+    return uri &&
+           std::any_of(uris.begin(), uris.end(), [&](const char* u) { return std::strcmp(uri, u) == 0; });
+}
+
+std::string_view localName(const soap_dom_element* element) {
+    if (!element->name) return {};
+    std::string_view name = element->name;
+    if (const auto colon = name.rfind(':'); colon != std::string_view::npos) name.remove_prefix(colon + 1);
+    return name;
+}
+
+// The element's name in one of `uris`; an element whose prefix is undeclared (no namespace
+// at all) also matches by its local name: a camera that forgot a declaration is read.
+template <std::size_t N>
+bool isElement(const soap_dom_element* element, const std::array<const char*, N>& uris,
+               std::string_view name) {
+    return localName(element) == name && (!element->nstr || inNamespaces(element->nstr, uris));
+}
+
+template <std::size_t N>
+const soap_dom_element* child(const soap_dom_element* parent, const std::array<const char*, N>& uris,
+                              std::string_view name) {
+    for (const soap_dom_element* e = parent->elts; e; e = e->next)
+        if (isElement(e, uris, name)) return e;
+    return nullptr;
+}
+
+std::string textOf(const soap_dom_element* element) {
+    if (!element || !element->text) return "";
+    std::string_view text = element->text;
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos) return "";
+    const auto last = text.find_last_not_of(" \t\r\n");
+    return std::string(text.substr(first, last - first + 1));
+}
+
+// The namespace a prefix ("" = the default namespace) is bound to where `element` is, from
+// the xmlns attributes gSOAP's DOM keeps; nullopt when nothing declares it.
+std::optional<std::string> namespaceOf(const soap_dom_element* element, const std::string& prefix) {
+    const std::string attribute = prefix.empty() ? "xmlns" : "xmlns:" + prefix;
+    for (const soap_dom_element* e = element; e; e = e->prnt) {
+        for (const soap_dom_attribute* a = e->atts; a; a = a->next)
+            if (a->name && attribute == a->name) return std::string(a->text ? a->text : "");
     }
-    endpoint.metadataVersion = metadataVersion;
+    return std::nullopt;
+}
+
+// One QName of a Types list as "{namespace}Local" (see decodeDiscovery in soap_wire.h).
+std::string expandType(const soap_dom_element* element, const std::string& qname) {
+    const auto colon = qname.find(':');
+    const std::string prefix = colon == std::string::npos ? "" : qname.substr(0, colon);
+    const std::string local = colon == std::string::npos ? qname : qname.substr(colon + 1);
+    std::optional<std::string> uri = namespaceOf(element, prefix);
+    // An unprefixed name under a default namespace meant for the message's own elements
+    // (WS-Discovery written with xmlns="…discovery…") was not meant to be in that namespace.
+    const bool messageNamespace = uri && prefix.empty() && inNamespaces(uri->c_str(), kDiscovery);
+    if (uri && !uri->empty() && !messageNamespace) return "{" + *uri + "}" + local;
+    if (local == "NetworkVideoTransmitter") return "{" + std::string(kOnvifNetworkNamespace) + "}" + local;
+    if (local == "Device" && prefix == "tds") return "{" + std::string(kOnvifDeviceNamespace) + "}" + local;
+    return "{}" + local;
+}
+
+// An endpoint of a ProbeMatch, ResolveMatch, Hello, Bye or Resolve; nullopt with `error`
+// when it names no endpoint address.
+std::optional<DiscoveredEndpoint> readEndpoint(const soap_dom_element* element, const std::string& what,
+                                               std::string& error) {
+    DiscoveredEndpoint endpoint;
+    const soap_dom_element* reference = child(element, kAddressing, "EndpointReference");
+    const soap_dom_element* address = reference ? child(reference, kAddressing, "Address") : nullptr;
+    endpoint.address = textOf(address);
+    if (endpoint.address.empty()) {
+        error = what + (reference ? " has no EndpointReference/Address" : " has no EndpointReference");
+        return std::nullopt;
+    }
+    if (const soap_dom_element* types = child(element, kDiscovery, "Types")) {
+        const std::string text = textOf(types);
+        for (const std::string& type : splitList(text.c_str(), kMaxTypesPerEndpoint))
+            endpoint.types.push_back(expandType(types, type));
+    }
+    if (const soap_dom_element* scopes = child(element, kDiscovery, "Scopes")) {
+        const std::string text = textOf(scopes);
+        endpoint.scopes = splitList(text.c_str(), kMaxScopesPerEndpoint);
+    }
+    if (endpoint.types.empty() &&
+        std::any_of(endpoint.scopes.begin(), endpoint.scopes.end(),
+                    [](const auto& s) { return s.starts_with("onvif://www.onvif.org/"); }))
+        endpoint.types.push_back("{" + std::string(kOnvifNetworkNamespace) + "}NetworkVideoTransmitter");
+    if (const soap_dom_element* xaddrs = child(element, kDiscovery, "XAddrs")) {
+        const std::string text = textOf(xaddrs);
+        for (std::string& url : splitList(text.c_str(), 1024)) {
+            if (endpoint.xaddrs.size() >= kMaxXAddrsPerEndpoint) break;
+            if (isUsableServiceUrl(url)) endpoint.xaddrs.push_back(std::move(url));
+        }
+    }
+    if (const soap_dom_element* version = child(element, kDiscovery, "MetadataVersion")) {
+        // Not a number: read as 0, the version of a camera that does not count.
+        const std::string text = textOf(version);
+        unsigned value = 0;
+        if (std::from_chars(text.data(), text.data() + text.size(), value).ec == std::errc{})
+            endpoint.metadataVersion = value;
+    }
     return endpoint;
 }
 
-std::string errorOf(struct soap* soap) {
-    const char* fault = *soap_faultstring(soap);
-    return "malformed WS-Discovery message (gSOAP error " + std::to_string(soap->error) +
-           (fault ? std::string(": ") + fault : "") + ")";
+std::optional<DiscoveryMessage> readDiscovery(const soap_dom_element* envelope, std::string& error) {
+    if (!isElement(envelope, kSoapEnvelopes, "Envelope") || !envelope->nstr) {
+        error = "not a SOAP envelope (the root element is " +
+                std::string(envelope->name ? envelope->name : "?") + ")";
+        return std::nullopt;
+    }
+    DiscoveryMessage message;
+    if (const soap_dom_element* header = child(envelope, kSoapEnvelopes, "Header")) {
+        message.messageId = textOf(child(header, kAddressing, "MessageID"));
+        message.relatesTo = textOf(child(header, kAddressing, "RelatesTo"));
+    }
+    const soap_dom_element* body = child(envelope, kSoapEnvelopes, "Body");
+    if (!body) {
+        error = "malformed WS-Discovery message: no Body";
+        return std::nullopt;
+    }
+    const soap_dom_element* content = body->elts;
+    if (!content) {
+        error = "malformed WS-Discovery message: an empty Body";
+        return std::nullopt;
+    }
+    const std::string_view name = localName(content);
+    if (!inNamespaces(content->nstr, kDiscovery)) {
+        error = "not a WS-Discovery message (the Body holds " +
+                std::string(content->nstr ? content->nstr : "") + (content->nstr ? " " : "") +
+                std::string(name) + ")";
+        return std::nullopt;
+    }
+    auto readMatches = [&](std::string_view matchName) -> bool {
+        std::size_t index = 0;
+        for (const soap_dom_element* e = content->elts; e; e = e->next) {
+            if (!isElement(e, kDiscovery, matchName)) continue;
+            ++index;
+            if (message.endpoints.size() >= kMaxEndpointsPerMessage) {
+                ++message.droppedEndpoints;
+                continue;
+            }
+            std::string why;
+            if (auto endpoint = readEndpoint(e, std::string(matchName) + " " + std::to_string(index), why)) {
+                message.endpoints.push_back(std::move(*endpoint));
+            } else {
+                // One bad match of several: the others are still read.
+                ++message.droppedEndpoints;
+                if (error.empty()) error = why;
+            }
+        }
+        if (message.endpoints.empty() && message.droppedEndpoints > 0) {
+            error = "malformed WS-Discovery message: " + error;
+            return false;
+        }
+        error.clear();
+        return true;
+    };
+    auto readOne = [&](const char* what, bool full) -> bool {
+        std::string why;
+        auto endpoint = readEndpoint(content, what, why);
+        if (!endpoint) {
+            error = "malformed WS-Discovery message: " + why;
+            return false;
+        }
+        if (!full) {
+            endpoint->types.clear();
+            endpoint->scopes.clear();
+            endpoint->xaddrs.clear();
+            endpoint->metadataVersion = 0;
+        }
+        message.endpoints.push_back(std::move(*endpoint));
+        return true;
+    };
+    if (name == "ProbeMatches") {
+        message.kind = DiscoveryKind::ProbeMatches;
+        if (!readMatches("ProbeMatch")) return std::nullopt;
+    } else if (name == "ResolveMatches") {
+        message.kind = DiscoveryKind::ResolveMatches;
+        if (!readMatches("ResolveMatch")) return std::nullopt;
+    } else if (name == "Hello") {
+        message.kind = DiscoveryKind::Hello;
+        if (!readOne("Hello", true)) return std::nullopt;
+    } else if (name == "Bye") {
+        message.kind = DiscoveryKind::Bye;
+        if (!readOne("Bye", false)) return std::nullopt;
+    } else if (name == "Resolve") {
+        message.kind = DiscoveryKind::Resolve;
+        if (!readOne("Resolve", false)) return std::nullopt;
+    } else if (name == "Probe") {
+        message.kind = DiscoveryKind::Probe;
+        if (const soap_dom_element* types = child(content, kDiscovery, "Types")) {
+            const std::string text = textOf(types);
+            for (const std::string& type : splitList(text.c_str(), kMaxTypesPerEndpoint))
+                message.probeTypes.push_back(expandType(types, type));
+        }
+    } else {
+        error = "not a WS-Discovery message we read (" + std::string(name) + ")";
+        return std::nullopt;
+    }
+    return message;
 }
 
 }  // namespace
@@ -301,82 +485,108 @@ std::string encodeBye(const std::string& messageId, const DiscoveredEndpoint& en
     return encode(soap, buffer, wrapper, soap_serialize___wsdd__Bye, soap_put___wsdd__Bye, "-wsdd:Bye");
 }
 
+std::string encodeResolve(const std::string& messageId, const std::string& endpointAddress) {
+    Buffer buffer;
+    struct soap* soap = context(buffer);
+    SOAP_ENV__Header header;
+    setHeader(soap, header, messageId, "Resolve", "", kDiscoveryTo);
+    wsdd__ResolveType resolve;
+    soap_default_wsdd__ResolveType(soap, &resolve);
+    resolve.wsa__EndpointReference.Address = dup(soap, endpointAddress);
+    struct __wsdd__Resolve wrapper;
+    wrapper.wsdd__Resolve = &resolve;
+    return encode(soap, buffer, wrapper, soap_serialize___wsdd__Resolve, soap_put___wsdd__Resolve,
+                  "-wsdd:Resolve");
+}
+
+std::string encodeResolveMatches(const std::string& messageId, const std::string& relatesTo,
+                                 const DiscoveredEndpoint& endpoint) {
+    Buffer buffer;
+    struct soap* soap = context(buffer);
+    SOAP_ENV__Header header;
+    setHeader(soap, header, messageId, "ResolveMatches", relatesTo, kAnonymous);
+    wsdd__ResolveMatchesType matches;
+    soap_default_wsdd__ResolveMatchesType(soap, &matches);
+    matches.ResolveMatch = soap_new_wsdd__ResolveMatchType(soap);
+    matches.ResolveMatch->wsa__EndpointReference.Address = dup(soap, endpoint.address);
+    matches.ResolveMatch->Types = dup(soap, typesOut(endpoint.types));
+    matches.ResolveMatch->Scopes = scopesOut(soap, endpoint.scopes);
+    matches.ResolveMatch->XAddrs = dup(soap, joinList(endpoint.xaddrs));
+    matches.ResolveMatch->MetadataVersion = endpoint.metadataVersion;
+    struct __wsdd__ResolveMatches wrapper;
+    wrapper.wsdd__ResolveMatches = &matches;
+    return encode(soap, buffer, wrapper, soap_serialize___wsdd__ResolveMatches,
+                  soap_put___wsdd__ResolveMatches, "-wsdd:ResolveMatches");
+}
+
+const char* describe(DiscoveryKind kind) {
+    switch (kind) {
+        case DiscoveryKind::Probe:
+            return "Probe";
+        case DiscoveryKind::ProbeMatches:
+            return "ProbeMatches";
+        case DiscoveryKind::Hello:
+            return "Hello";
+        case DiscoveryKind::Bye:
+            return "Bye";
+        case DiscoveryKind::Resolve:
+            return "Resolve";
+        case DiscoveryKind::ResolveMatches:
+            return "ResolveMatches";
+    }
+    return "?";
+}
+
+bool urlHostIs(const std::string& url, const std::string& ipAddress) {
+    std::string host = urlHost(url);
+    // An IPv6 zone in a URL is percent-encoded ("%25eth0", RFC 6874); cameras also write "%eth0".
+    if (const auto zone = host.find('%'); zone != std::string::npos) host.resize(zone);
+    std::string sender = ipAddress;
+    if (const auto zone = sender.find('%'); zone != std::string::npos) sender.resize(zone);
+    const auto bytes = [](const std::string& text) -> std::optional<std::array<unsigned char, 16>> {
+        std::array<unsigned char, 16> out{};
+        in_addr v4{};
+        if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
+            // As IPv4-mapped IPv6, so that ::ffff:192.0.2.7 and 192.0.2.7 compare equal.
+            out[10] = out[11] = 0xff;
+            std::memcpy(out.data() + 12, &v4, 4);
+            return out;
+        }
+        in6_addr v6{};
+        if (inet_pton(AF_INET6, text.c_str(), &v6) == 1) {
+            std::memcpy(out.data(), &v6, 16);
+            return out;
+        }
+        return std::nullopt;
+    };
+    const auto a = bytes(host), b = bytes(sender);
+    return a && b && *a == *b;
+}
+
 std::optional<DiscoveryMessage> decodeDiscovery(std::string_view datagram, std::string& error) {
     if (datagram.size() > kMaxDatagram) {
         error = "datagram too large";
         return std::nullopt;
     }
+    // Some cameras pad datagrams with NUL bytes (a fixed-size buffer sent whole).
+    while (!datagram.empty() && datagram.back() == '\0') datagram.remove_suffix(1);
+    if (datagram.empty()) {
+        error = "empty datagram";
+        return std::nullopt;
+    }
     Buffer buffer;
     buffer.input = datagram;
     struct soap* soap = context(buffer);
-    if (soap_begin_recv(soap) || soap_envelope_begin_in(soap) || soap_recv_header(soap) ||
-        soap_body_begin_in(soap)) {
-        error = errorOf(soap);
+    soap_dom_element root(soap);
+    if (soap_begin_recv(soap) || !soap_in_xsd__anyType(soap, nullptr, &root, nullptr) ||
+        soap_end_recv(soap)) {
+        const std::size_t unread = soap->buflen > soap->bufidx ? soap->buflen - soap->bufidx : 0;
+        const std::size_t at = buffer.position > unread ? buffer.position - unread : 0;
+        error = "malformed XML near byte " + std::to_string(at) + " (gSOAP error " +
+                std::to_string(soap->error) + ")";
         return std::nullopt;
     }
-    (void)soap_peek_element(soap);
-    DiscoveryMessage message;
-    if (!soap_match_tag(soap, soap->tag, "wsdd:ProbeMatches")) {
-        struct __wsdd__ProbeMatches in;
-        soap_default___wsdd__ProbeMatches(soap, &in);
-        if (!soap_get___wsdd__ProbeMatches(soap, &in, "-wsdd:ProbeMatches", nullptr) ||
-            !in.wsdd__ProbeMatches) {
-            error = errorOf(soap);
-            return std::nullopt;
-        }
-        message.kind = DiscoveryKind::ProbeMatches;
-        const int count =
-            std::min<int>(in.wsdd__ProbeMatches->__sizeProbeMatch, int(kMaxEndpointsPerMessage));
-        for (int i = 0; i < count; ++i) {
-            const wsdd__ProbeMatchType& m = in.wsdd__ProbeMatches->ProbeMatch[i];
-            message.endpoints.push_back(
-                endpointIn(soap, m.wsa__EndpointReference, m.Types, m.Scopes, m.XAddrs, m.MetadataVersion));
-        }
-    } else if (!soap_match_tag(soap, soap->tag, "wsdd:Hello")) {
-        struct __wsdd__Hello in;
-        soap_default___wsdd__Hello(soap, &in);
-        if (!soap_get___wsdd__Hello(soap, &in, "-wsdd:Hello", nullptr) || !in.wsdd__Hello) {
-            error = errorOf(soap);
-            return std::nullopt;
-        }
-        message.kind = DiscoveryKind::Hello;
-        const wsdd__HelloType& h = *in.wsdd__Hello;
-        message.endpoints.push_back(
-            endpointIn(soap, h.wsa__EndpointReference, h.Types, h.Scopes, h.XAddrs, h.MetadataVersion));
-    } else if (!soap_match_tag(soap, soap->tag, "wsdd:Bye")) {
-        struct __wsdd__Bye in;
-        soap_default___wsdd__Bye(soap, &in);
-        if (!soap_get___wsdd__Bye(soap, &in, "-wsdd:Bye", nullptr) || !in.wsdd__Bye) {
-            error = errorOf(soap);
-            return std::nullopt;
-        }
-        message.kind = DiscoveryKind::Bye;
-        message.endpoints.push_back(
-            endpointIn(soap, in.wsdd__Bye->wsa__EndpointReference, nullptr, nullptr, nullptr, 0));
-    } else if (!soap_match_tag(soap, soap->tag, "wsdd:Probe")) {
-        struct __wsdd__Probe in;
-        soap_default___wsdd__Probe(soap, &in);
-        if (!soap_get___wsdd__Probe(soap, &in, "-wsdd:Probe", nullptr) || !in.wsdd__Probe) {
-            error = errorOf(soap);
-            return std::nullopt;
-        }
-        message.kind = DiscoveryKind::Probe;
-        for (const std::string& type : splitList(in.wsdd__Probe->Types, 32))
-            message.probeTypes.push_back(expandQName(soap, type));
-    } else {
-        error = "not a WS-Discovery message";
-        return std::nullopt;
-    }
-    if (soap_body_end_in(soap) || soap_envelope_end_in(soap) || soap_end_recv(soap)) {
-        error = errorOf(soap);
-        return std::nullopt;
-    }
-    if (soap->header) {
-        if (soap->header->wsa__MessageID) message.messageId = soap->header->wsa__MessageID;
-        if (soap->header->wsa__RelatesTo && soap->header->wsa__RelatesTo->__item)
-            message.relatesTo = soap->header->wsa__RelatesTo->__item;
-    }
-    return message;
+    return readDiscovery(&root, error);
 }
 
 }  // namespace devlet::onvif

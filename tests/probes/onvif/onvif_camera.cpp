@@ -2,14 +2,17 @@
 // NetworkVideoTransmitter on 239.255.255.250:3702 (unicast to the sender), says Hello on
 // start and Bye on SIGTERM, and serves the device and media calls devlet makes with gSOAP,
 // enforcing WS-Security UsernameToken PasswordDigest against its own (possibly wrong) clock.
-// --hostile MODE makes it misbehave instead (see usage).
+// --hostile MODE makes it misbehave instead (see usage). Field modes copy what real cameras
+// do: --must-understand header blocks, a --message-id shared by several cameras, a Hello
+// without XAddrs (--hello-without-xaddrs, then it answers Resolve); --spoof-uuid makes it a
+// spoofer announcing another camera's uuid.
 // --auth digest-md5 or digest-sha256 makes it a camera that wants HTTP Digest (RFC 7616,
 // qop=auth) instead: a protected call without a valid Authorization header gets 401 and a
 // challenge, and a UsernameToken is not looked at. --record-credentials FILE appends a line
 // per request that carried a UsernameToken or an Authorization header (the sender and which).
 // --media2-only serves profiles and stream URIs through Media2 alone (a Profile T camera);
 // --nat-address names its service addresses at another host, as a camera behind NAT does.
-// One thread, poll() on two sockets.
+// One thread, poll() on its sockets.
 
 #include <algorithm>
 #include <chrono>
@@ -72,12 +75,20 @@ struct Options {
     // The authority (host or host:port) GetCapabilities and GetServices name the services at,
     // and the host stream URIs name, instead of the camera's own: its inside address behind NAT.
     std::string natAddress;
-    std::string hostile;  // "", udp-garbage, udp-wrong-relates, udp-many-xaddrs, udp-bomb, http-garbage,
-                          // http-huge, http-silent, not-camera
+    bool mustUnderstand = false;  // mustUnderstand header blocks in every WS-Discovery message
+    std::string messageId;        // the same MessageID in every message (firmware seeded alike)
+    bool helloWithoutXAddrs = false;
+    std::string spoofUuid;   // announced instead of --uuid
+    std::string spoofXAddr;  // the XAddrs announced with it (default: its own)
+    std::string hostile;     // "", udp-garbage, udp-wrong-relates, udp-many-xaddrs, udp-bomb, http-garbage,
+                             // http-huge, http-silent, not-camera
 };
 
 Options options;
 volatile std::sig_atomic_t stopping = 0;
+// Sends over IPv6 from --address6 (not the link-local address the kernel would pick for a
+// link-local peer or group), as the XAddrs it announces name that address.
+int udp6Send = -1;
 
 void onSignal(int) {
     stopping = 1;
@@ -111,7 +122,7 @@ std::string streamHost() {
 
 DiscoveredEndpoint endpoint(bool v6 = false) {
     DiscoveredEndpoint e;
-    e.address = "urn:uuid:" + options.uuid;
+    e.address = "urn:uuid:" + (options.spoofUuid.empty() ? options.uuid : options.spoofUuid);
     if (options.hostile == "not-camera") {
         e.types = {"{http://schemas.xmlsoap.org/ws/2006/02/devprof}Device"};
     } else {
@@ -119,9 +130,33 @@ DiscoveredEndpoint endpoint(bool v6 = false) {
     }
     e.scopes = {"onvif://www.onvif.org/type/video_encoder", "onvif://www.onvif.org/name/" + options.name,
                 "onvif://www.onvif.org/hardware/SimCam"};
-    e.xaddrs = {serviceUrl(v6)};
+    e.xaddrs = {options.spoofXAddr.empty() ? serviceUrl(v6) : options.spoofXAddr};
     e.metadataVersion = 1;
     return e;
+}
+
+std::string messageId() {
+    return options.messageId.empty() ? newMessageId() : options.messageId;
+}
+
+// What the cameras of one vendor send (its ProbeMatches reached devlet so): header blocks
+// marked mustUnderstand that a discovery client does not model, on wsa:To and wsa:Action
+// too. A client must read what it needs and ignore the rest.
+std::string withMustUnderstand(std::string text) {
+    if (!options.mustUnderstand) return text;
+    const std::string header = "<SOAP-ENV:Header>";
+    const auto at = text.find(header);
+    if (at == std::string::npos) return text;
+    text.insert(at + header.size(),
+                "<wsa:ReplyTo SOAP-ENV:mustUnderstand=\"true\"><wsa:Address>"
+                "http://schemas.xmlsoap.org/ws/2004/08/addressing/role/anonymous</wsa:Address></wsa:ReplyTo>"
+                "<vendor:Session xmlns:vendor=\"urn:example:vendor\" "
+                "SOAP-ENV:mustUnderstand=\"1\">7</vendor:Session>");
+    for (const std::string tag : {"<wsa:To", "<wsa:Action"}) {
+        const auto open = text.find(tag + ">");
+        if (open != std::string::npos) text.insert(open + tag.size(), " SOAP-ENV:mustUnderstand=\"true\"");
+    }
+    return text;
 }
 
 std::chrono::system_clock::time_point cameraNow() {
@@ -134,6 +169,9 @@ int sendMulticast6(int fd, const std::string& text) {
     group.sin6_port = htons(3702);
     inet_pton(AF_INET6, "ff02::c", &group.sin6_addr);
     group.sin6_scope_id = if_nametoindex(options.interface6.c_str());
+    if (udp6Send >= 0) fd = udp6Send;
+    const unsigned index = group.sin6_scope_id;
+    setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &index, sizeof index);
     return int(sendto(fd, text.data(), text.size(), 0, reinterpret_cast<sockaddr*>(&group), sizeof group));
 }
 
@@ -176,10 +214,19 @@ struct PendingAnswer {
 std::vector<PendingAnswer> pendingAnswers;
 
 void answerProbe(int fd, const std::string& datagram, const sockaddr_storage& from, socklen_t length) {
+    if (from.ss_family == AF_INET6 && udp6Send >= 0) fd = udp6Send;
     std::string error;
     auto message = decodeDiscovery(datagram, error);
-    if (!message || message->kind != DiscoveryKind::Probe) return;
+    if (!message) return;
     const DiscoveredEndpoint me = endpoint(from.ss_family == AF_INET6);
+    if (message->kind == DiscoveryKind::Resolve) {
+        if (message->endpoints.empty() || message->endpoints[0].address != me.address) return;
+        const std::string answer =
+            withMustUnderstand(encodeResolveMatches(messageId(), message->messageId, me));
+        sendto(fd, answer.data(), answer.size(), 0, reinterpret_cast<const sockaddr*>(&from), length);
+        return;
+    }
+    if (message->kind != DiscoveryKind::Probe || !options.answerProbes) return;
     if (!message->probeTypes.empty()) {
         bool wanted = false;
         for (const std::string& type : message->probeTypes)
@@ -203,7 +250,7 @@ void answerProbe(int fd, const std::string& datagram, const sockaddr_storage& fr
             "&a;&a;&a;\"><!ENTITY c \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\">]><z>" +
             repeated("&c;", 100) + "</z>";
     } else {
-        answer = encodeProbeMatches(newMessageId(), message->messageId, {me});
+        answer = withMustUnderstand(encodeProbeMatches(messageId(), message->messageId, {me}));
     }
     if (options.answerDelayMs > 0) {
         const long long delay = static_cast<long long>(std::rand() % options.answerDelayMs) * 1000000LL;
@@ -282,8 +329,7 @@ void readProbe(int fd, std::vector<char>& buffer) {
     socklen_t length = sizeof from;
     const ssize_t n =
         recvfrom(fd, buffer.data(), buffer.size(), 0, reinterpret_cast<sockaddr*>(&from), &length);
-    if (n > 0 && options.answerProbes)
-        answerProbe(fd, std::string(buffer.data(), std::size_t(n)), from, length);
+    if (n > 0) answerProbe(fd, std::string(buffer.data(), std::size_t(n)), from, length);
 }
 
 void serveRawHttp(int listener) {
@@ -447,6 +493,14 @@ int __wsdd__Hello(struct soap*, struct wsdd__HelloType*) {
     return SOAP_NO_METHOD;
 }
 int __wsdd__Bye(struct soap*, struct wsdd__ByeType*) {
+    return SOAP_NO_METHOD;
+}
+
+int __wsdd__Resolve(struct soap*, struct wsdd__ResolveType*) {
+    return SOAP_NO_METHOD;
+}
+
+int __wsdd__ResolveMatches(struct soap*, struct wsdd__ResolveMatchesType*) {
     return SOAP_NO_METHOD;
 }
 
@@ -697,6 +751,16 @@ int main(int argc, char** argv) {
             options.natAddress = value();
         else if (arg == "--hostile")
             options.hostile = value();
+        else if (arg == "--must-understand")
+            options.mustUnderstand = true;
+        else if (arg == "--message-id")
+            options.messageId = value();
+        else if (arg == "--hello-without-xaddrs")
+            options.helloWithoutXAddrs = options.hello = options.bye = true;
+        else if (arg == "--spoof-uuid")
+            options.spoofUuid = value();
+        else if (arg == "--spoof-xaddr")
+            options.spoofXAddr = value();
         else if (arg == "--ready-file")
             options.readyFile = value();
         else {
@@ -708,8 +772,8 @@ int main(int argc, char** argv) {
                          "[--no-probe-answers] [--fail-every N]\n"
                          "  [--auth usernametoken|digest-md5|digest-sha256] [--record-credentials FILE]\n"
                          "  [--media2-only] [--nat-address HOST[:PORT]]\n"
-                         "  [--hostile MODE] "
-                         "[--ready-file F]\n";
+                         "  [--hostile MODE] [--must-understand] [--message-id ID] [--hello-without-xaddrs]\n"
+                         "  [--spoof-uuid U [--spoof-xaddr URL]] [--ready-file F]\n";
             return 2;
         }
     }
@@ -721,6 +785,16 @@ int main(int argc, char** argv) {
 
     const int udp = openUdp();
     const int udp6 = options.address6.empty() ? -1 : openUdp6();
+    if (udp6 >= 0) {
+        udp6Send = socket(AF_INET6, SOCK_DGRAM, 0);
+        sockaddr_in6 source{};
+        source.sin6_family = AF_INET6;
+        inet_pton(AF_INET6, options.address6.c_str(), &source.sin6_addr);
+        if (bind(udp6Send, reinterpret_cast<sockaddr*>(&source), sizeof source) != 0) {
+            std::perror("bind --address6");
+            return 1;
+        }
+    }
     // One HTTP server per address family (the second only with --address6).
     std::vector<struct soap*> servers;
     for (const std::string& address : {options.address, options.address6}) {
@@ -750,11 +824,16 @@ int main(int argc, char** argv) {
         servers.push_back(http);
     }
     long long helloAt = 0;
+    auto announced = [](bool v6) {
+        DiscoveredEndpoint e = endpoint(v6);
+        if (options.helloWithoutXAddrs) e.xaddrs.clear();
+        return e;
+    };
     if (options.hello) {
-        const std::string hello = encodeHello(newMessageId(), endpoint());
+        const std::string hello = withMustUnderstand(encodeHello(messageId(), announced(false)));
         helloAt = monotonicNs();
         sendMulticast(udp, hello);
-        if (udp6 >= 0) sendMulticast6(udp6, encodeHello(newMessageId(), endpoint(true)));
+        if (udp6 >= 0) sendMulticast6(udp6, withMustUnderstand(encodeHello(messageId(), announced(true))));
     }
     if (!options.readyFile.empty()) {
         // Written aside and renamed: whoever waits for the file reads it whole.
@@ -798,10 +877,10 @@ int main(int argc, char** argv) {
         }
     }
     if (options.bye) {
-        const std::string bye = encodeBye(newMessageId(), endpoint());
+        const std::string bye = withMustUnderstand(encodeBye(messageId(), endpoint()));
         const long long byeAt = monotonicNs();
         sendMulticast(udp, bye);
-        if (udp6 >= 0) sendMulticast6(udp6, encodeBye(newMessageId(), endpoint(true)));
+        if (udp6 >= 0) sendMulticast6(udp6, withMustUnderstand(encodeBye(messageId(), endpoint(true))));
         if (!options.readyFile.empty()) appendLine(options.readyFile, "bye " + std::to_string(byeAt), false);
     }
     for (struct soap* http : servers) soap_free(http);

@@ -191,6 +191,266 @@ TEST(DiscoveryWireHostile, ManyMatchesAreCut) {
     EXPECT_LE(decoded->endpoints.size(), kMaxEndpointsPerMessage);
 }
 
+// --- Datagrams as cameras in the field write them ---
+
+const std::string kDevice = std::string("{") + kOnvifDeviceNamespace + "}Device";
+
+// A ProbeMatches as cameras built on gSOAP's wsdd send it: mustUnderstand on ReplyTo, To and
+// Action, header blocks devlet does not model, two Types and XAddrs for two addresses.
+const char* const kMustUnderstandMatch = R"(<?xml version="1.0" encoding="UTF-8"?>
+<SOAP-ENV:Envelope xmlns:SOAP-ENV="http://www.w3.org/2003/05/soap-envelope"
+ xmlns:SOAP-ENC="http://www.w3.org/2003/05/soap-encoding"
+ xmlns:wsa="http://schemas.xmlsoap.org/ws/2004/08/addressing"
+ xmlns:wsdd="http://schemas.xmlsoap.org/ws/2005/04/discovery"
+ xmlns:tdn="http://www.onvif.org/ver10/network/wsdl" xmlns:tds="http://www.onvif.org/ver10/device/wsdl">
+<SOAP-ENV:Header>
+<wsa:MessageID>uuid:2419d68a-2dd2-21b2-a205-bcbac2a5e1c4</wsa:MessageID>
+<wsa:RelatesTo>uuid:8f2e1ab4-7d93-4c2e-9d67-05bb1ec2a0a7</wsa:RelatesTo>
+<wsa:ReplyTo SOAP-ENV:mustUnderstand="true"><wsa:Address>http://schemas.xmlsoap.org/ws/2004/08/addressing/role/anonymous</wsa:Address></wsa:ReplyTo>
+<wsa:To SOAP-ENV:mustUnderstand="true">http://schemas.xmlsoap.org/ws/2004/08/addressing/role/anonymous</wsa:To>
+<wsa:Action SOAP-ENV:mustUnderstand="true">http://schemas.xmlsoap.org/ws/2005/04/discovery/ProbeMatches</wsa:Action>
+<wsdd:AppSequence InstanceId="1700000000" MessageNumber="7"></wsdd:AppSequence>
+<vendor:Session xmlns:vendor="urn:example:vendor" SOAP-ENV:mustUnderstand="1">12</vendor:Session>
+</SOAP-ENV:Header>
+<SOAP-ENV:Body><wsdd:ProbeMatches><wsdd:ProbeMatch>
+<wsa:EndpointReference><wsa:Address>urn:uuid:2419d68a-2dd2-21b2-a205-bcbac2a5e1c4</wsa:Address></wsa:EndpointReference>
+<wsdd:Types>tdn:NetworkVideoTransmitter tds:Device</wsdd:Types>
+<wsdd:Scopes>onvif://www.onvif.org/type/video_encoder onvif://www.onvif.org/Profile/Streaming onvif://www.onvif.org/hardware/DS-2CD2043G2-I onvif://www.onvif.org/name/HIKVISION%20DS-2CD2043G2-I onvif://www.onvif.org/location/city/hangzhou</wsdd:Scopes>
+<wsdd:XAddrs>http://192.168.1.64/onvif/device_service http://[fe80::4619:b6ff:fe01:2345]/onvif/device_service</wsdd:XAddrs>
+<wsdd:MetadataVersion>10</wsdd:MetadataVersion>
+</wsdd:ProbeMatch></wsdd:ProbeMatches></SOAP-ENV:Body></SOAP-ENV:Envelope>
+)";
+
+TEST(DiscoveryField, MustUnderstandHeaderBlocksAreIgnored) {
+    std::string error;
+    auto decoded = decodeDiscovery(kMustUnderstandMatch, error);
+    ASSERT_TRUE(decoded) << error;
+    EXPECT_EQ(decoded->kind, DiscoveryKind::ProbeMatches);
+    EXPECT_EQ(decoded->messageId, "uuid:2419d68a-2dd2-21b2-a205-bcbac2a5e1c4");
+    EXPECT_EQ(decoded->relatesTo, "uuid:8f2e1ab4-7d93-4c2e-9d67-05bb1ec2a0a7");
+    ASSERT_EQ(decoded->endpoints.size(), 1u);
+    const DiscoveredEndpoint& e = decoded->endpoints[0];
+    EXPECT_EQ(endpointUuid(e.address), "2419d68a-2dd2-21b2-a205-bcbac2a5e1c4");
+    EXPECT_EQ(e.types, (std::vector<std::string>{kNvt, kDevice}));
+    EXPECT_TRUE(isCamera(e.types));
+    EXPECT_EQ(e.scopes.size(), 5u);
+    EXPECT_EQ(e.xaddrs,
+              (std::vector<std::string>{"http://192.168.1.64/onvif/device_service",
+                                        "http://[fe80::4619:b6ff:fe01:2345]/onvif/device_service"}));
+    EXPECT_EQ(e.metadataVersion, 10u);
+}
+
+// SOAP 1.1 with WS-Addressing 2005/08: older firmware and WS-Discovery stacks of PCs.
+TEST(DiscoveryField, Soap11AndAddressing2005AreRead) {
+    const char* text = R"(<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"
+ xmlns:a="http://www.w3.org/2005/08/addressing" xmlns:d="http://schemas.xmlsoap.org/ws/2005/04/discovery">
+<s:Header><a:Action s:mustUnderstand="1">http://schemas.xmlsoap.org/ws/2005/04/discovery/Hello</a:Action>
+<a:MessageID>urn:uuid:5b1f0d4e-63a2-4e7a-bd2f-2f3c1a9e8d11</a:MessageID>
+<a:To s:mustUnderstand="1">urn:schemas-xmlsoap-org:ws:2005:04:discovery</a:To></s:Header>
+<s:Body><d:Hello><a:EndpointReference><a:Address>urn:uuid:00075f8a-1b2c-4d3e-8f40-001a2b3c4d5e</a:Address></a:EndpointReference>
+<d:Types xmlns:dn="http://www.onvif.org/ver10/network/wsdl">dn:NetworkVideoTransmitter</d:Types>
+<d:XAddrs>http://10.0.0.21:80/onvif/device_service</d:XAddrs><d:MetadataVersion>1</d:MetadataVersion></d:Hello></s:Body></s:Envelope>)";
+    std::string error;
+    auto decoded = decodeDiscovery(text, error);
+    ASSERT_TRUE(decoded) << error;
+    EXPECT_EQ(decoded->kind, DiscoveryKind::Hello);
+    EXPECT_EQ(decoded->messageId, "urn:uuid:5b1f0d4e-63a2-4e7a-bd2f-2f3c1a9e8d11");
+    ASSERT_EQ(decoded->endpoints.size(), 1u);
+    EXPECT_EQ(endpointUuid(decoded->endpoints[0].address), "00075f8a-1b2c-4d3e-8f40-001a2b3c4d5e");
+    EXPECT_TRUE(isCamera(decoded->endpoints[0].types));
+    EXPECT_EQ(decoded->endpoints[0].xaddrs.size(), 1u);
+}
+
+// WS-Discovery 1.1 (OASIS, 2009/01) with WS-Addressing 2005/08 and a default namespace.
+TEST(DiscoveryField, OasisDiscoveryWithADefaultNamespaceIsRead) {
+    const char* text = R"(<env:Envelope xmlns:env="http://www.w3.org/2003/05/soap-envelope"
+ xmlns:wsa="http://www.w3.org/2005/08/addressing">
+<env:Header><wsa:MessageID>urn:uuid:a1</wsa:MessageID><wsa:RelatesTo>urn:uuid:p1</wsa:RelatesTo></env:Header>
+<env:Body><ProbeMatches xmlns="http://docs.oasis-open.org/ws-dd/ns/discovery/2009/01"><ProbeMatch>
+<wsa:EndpointReference><wsa:Address>urn:uuid:C0FFEE00-0000-4000-8000-000000000001</wsa:Address></wsa:EndpointReference>
+<Types>NetworkVideoTransmitter</Types>
+<XAddrs>https://10.0.0.22/onvif/device_service</XAddrs><MetadataVersion>3</MetadataVersion>
+</ProbeMatch></ProbeMatches></env:Body></env:Envelope>)";
+    std::string error;
+    auto decoded = decodeDiscovery(text, error);
+    ASSERT_TRUE(decoded) << error;
+    EXPECT_EQ(decoded->kind, DiscoveryKind::ProbeMatches);
+    EXPECT_EQ(decoded->relatesTo, "urn:uuid:p1");
+    ASSERT_EQ(decoded->endpoints.size(), 1u);
+    EXPECT_EQ(endpointUuid(decoded->endpoints[0].address), "c0ffee00-0000-4000-8000-000000000001");
+    EXPECT_EQ(decoded->endpoints[0].types, std::vector<std::string>{kNvt});
+    EXPECT_EQ(decoded->endpoints[0].metadataVersion, 3u);
+}
+
+std::string matchWithTypes(const std::string& typesElement, const std::string& scopes = "") {
+    return R"(<env:Envelope xmlns:env="http://www.w3.org/2003/05/soap-envelope"
+ xmlns:a="http://schemas.xmlsoap.org/ws/2004/08/addressing" xmlns:d="http://schemas.xmlsoap.org/ws/2005/04/discovery">
+<env:Header><a:MessageID>uuid:m</a:MessageID><a:RelatesTo>uuid:p</a:RelatesTo></env:Header>
+<env:Body><d:ProbeMatches><d:ProbeMatch><a:EndpointReference><a:Address>urn:uuid:abc</a:Address></a:EndpointReference>)" +
+           typesElement + (scopes.empty() ? "" : "<d:Scopes>" + scopes + "</d:Scopes>") +
+           R"(<d:XAddrs>http://10.0.0.30/onvif/device_service</d:XAddrs><d:MetadataVersion>1</d:MetadataVersion>
+</d:ProbeMatch></d:ProbeMatches></env:Body></env:Envelope>)";
+}
+
+std::vector<std::string> typesOf(const std::string& text) {
+    std::string error;
+    auto decoded = decodeDiscovery(text, error);
+    EXPECT_TRUE(decoded) << error;
+    return decoded && !decoded->endpoints.empty() ? decoded->endpoints[0].types : std::vector<std::string>{};
+}
+
+// Akri's issue 486: a camera whose Types uses a prefix it never declares.
+TEST(DiscoveryField, UndeclaredPrefixOnNetworkVideoTransmitterIsACamera) {
+    const auto types = typesOf(matchWithTypes("<d:Types>dn:NetworkVideoTransmitter</d:Types>"));
+    EXPECT_EQ(types, std::vector<std::string>{kNvt});
+    EXPECT_TRUE(isCamera(types));
+}
+
+// Akri's issue 659: a camera that answers as tds:Device only, the prefix undeclared.
+TEST(DiscoveryField, UndeclaredTdsDeviceIsACamera) {
+    const auto types = typesOf(matchWithTypes("<d:Types>tds:Device</d:Types>"));
+    EXPECT_EQ(types, std::vector<std::string>{kDevice});
+    EXPECT_TRUE(isCamera(types));
+}
+
+TEST(DiscoveryField, DefaultNamespaceOfTypesIsUsed) {
+    const auto types = typesOf(matchWithTypes(
+        "<d:Types xmlns=\"http://www.onvif.org/ver10/network/wsdl\">NetworkVideoTransmitter</d:Types>"));
+    EXPECT_EQ(types, std::vector<std::string>{kNvt});
+}
+
+TEST(DiscoveryField, UnusualDeclaredPrefixIsResolvedByItsNamespace) {
+    const auto types =
+        typesOf(matchWithTypes("<d:Types "
+                               "xmlns:onvifnet=\"http://www.onvif.org/ver10/network/"
+                               "wsdl\">onvifnet:NetworkVideoTransmitter</d:Types>"));
+    EXPECT_EQ(types, std::vector<std::string>{kNvt});
+}
+
+// Only the ONVIF names are guessed: an undeclared wsdp:Device (a Windows host) is no camera,
+// and a declared prefix bound elsewhere keeps its namespace.
+TEST(DiscoveryField, OtherUndeclaredOrForeignTypesAreNoCamera) {
+    EXPECT_FALSE(isCamera(typesOf(matchWithTypes("<d:Types>wsdp:Device</d:Types>"))));
+    EXPECT_FALSE(isCamera(typesOf(
+        matchWithTypes("<d:Types xmlns:dn=\"urn:example:printer\">dn:NetworkVideoTransmitter</d:Types>"))));
+}
+
+TEST(DiscoveryField, MissingTypesWithOnvifScopesIsACamera) {
+    EXPECT_TRUE(isCamera(typesOf(matchWithTypes("", "onvif://www.onvif.org/type/video_encoder"))));
+    EXPECT_FALSE(isCamera(typesOf(matchWithTypes("", "ldap:///ou=printers"))));
+    EXPECT_FALSE(isCamera(typesOf(matchWithTypes(""))));
+}
+
+// An NVR answers for its channels in one ProbeMatches; one match without an address does
+// not cost the others.
+TEST(DiscoveryField, SeveralProbeMatchesInOneAnswer) {
+    std::string text = kMustUnderstandMatch;
+    const std::string one = text.substr(text.find("<wsdd:ProbeMatch>"),
+                                        text.find("</wsdd:ProbeMatches>") - text.find("<wsdd:ProbeMatch>"));
+    std::string second = one;
+    second.replace(second.find("2419d68a"), 8, "3529e79b");
+    const std::string broken =
+        "<wsdd:ProbeMatch><wsdd:Types>tdn:NetworkVideoTransmitter</wsdd:Types></wsdd:ProbeMatch>";
+    text.insert(text.find("</wsdd:ProbeMatches>"), broken + second);
+    std::string error;
+    auto decoded = decodeDiscovery(text, error);
+    ASSERT_TRUE(decoded) << error;
+    ASSERT_EQ(decoded->endpoints.size(), 2u);
+    EXPECT_EQ(decoded->droppedEndpoints, 1u);
+    EXPECT_NE(decoded->endpoints[0].address, decoded->endpoints[1].address);
+}
+
+TEST(DiscoveryField, AMatchWithoutAnAddressIsNamedInTheError) {
+    const char* text = R"(<env:Envelope xmlns:env="http://www.w3.org/2003/05/soap-envelope"
+ xmlns:a="http://schemas.xmlsoap.org/ws/2004/08/addressing" xmlns:d="http://schemas.xmlsoap.org/ws/2005/04/discovery">
+<env:Body><d:ProbeMatches><d:ProbeMatch><a:EndpointReference></a:EndpointReference></d:ProbeMatch></d:ProbeMatches>
+</env:Body></env:Envelope>)";
+    std::string error;
+    EXPECT_FALSE(decodeDiscovery(text, error));
+    EXPECT_NE(error.find("ProbeMatch 1 has no EndpointReference/Address"), std::string::npos) << error;
+}
+
+TEST(DiscoveryField, ByteOrderMarkCharsetAndTrailingNulsAreRead) {
+    std::string text = kMustUnderstandMatch;
+    text.replace(text.find("UTF-8"), 5, "ISO-8859-1");
+    text = "\xef\xbb\xbf" + text + std::string(64, '\0');
+    std::string error;
+    auto decoded = decodeDiscovery(text, error);
+    ASSERT_TRUE(decoded) << error;
+    EXPECT_EQ(decoded->endpoints.size(), 1u);
+}
+
+TEST(DiscoveryField, MetadataVersionThatIsNoNumberReadsAsZero) {
+    std::string text = matchWithTypes("<d:Types>dn:NetworkVideoTransmitter</d:Types>");
+    text.replace(text.find("<d:MetadataVersion>1<"), 21, "<d:MetadataVersion>x1<");
+    std::string error;
+    auto decoded = decodeDiscovery(text, error);
+    ASSERT_TRUE(decoded) << error;
+    EXPECT_EQ(decoded->endpoints.at(0).metadataVersion, 0u);
+}
+
+TEST(DiscoveryField, HelloWithoutXAddrsAndItsResolveRoundTrip) {
+    DiscoveredEndpoint bare = cameraEndpoint();
+    bare.xaddrs.clear();
+    std::string error;
+    auto hello = decodeDiscovery(encodeHello("uuid:h2", bare), error);
+    ASSERT_TRUE(hello) << error;
+    EXPECT_TRUE(hello->endpoints.at(0).xaddrs.empty());
+    EXPECT_TRUE(isCamera(hello->endpoints.at(0).types));
+
+    auto resolve = decodeDiscovery(encodeResolve("uuid:r1", bare.address), error);
+    ASSERT_TRUE(resolve) << error;
+    EXPECT_EQ(resolve->kind, DiscoveryKind::Resolve);
+    EXPECT_EQ(resolve->messageId, "uuid:r1");
+    EXPECT_EQ(resolve->endpoints.at(0).address, bare.address);
+
+    auto matches = decodeDiscovery(encodeResolveMatches("uuid:r2", "uuid:r1", cameraEndpoint()), error);
+    ASSERT_TRUE(matches) << error;
+    EXPECT_EQ(matches->kind, DiscoveryKind::ResolveMatches);
+    EXPECT_EQ(matches->relatesTo, "uuid:r1");
+    ASSERT_EQ(matches->endpoints.size(), 1u);
+    EXPECT_EQ(matches->endpoints[0], cameraEndpoint());
+}
+
+TEST(DiscoveryField, CameraWrittenResolveMatchesIsRead) {
+    const char* text = R"(<?xml version="1.0" encoding="utf-8"?><SOAP-ENV:Envelope
+ xmlns:SOAP-ENV="http://www.w3.org/2003/05/soap-envelope" xmlns:wsa="http://schemas.xmlsoap.org/ws/2004/08/addressing"
+ xmlns:d="http://schemas.xmlsoap.org/ws/2005/04/discovery" xmlns:dn="http://www.onvif.org/ver10/network/wsdl">
+<SOAP-ENV:Header><wsa:MessageID>uuid:rm1</wsa:MessageID><wsa:RelatesTo>uuid:r1</wsa:RelatesTo>
+<wsa:ReplyTo SOAP-ENV:mustUnderstand="true"><wsa:Address>x</wsa:Address></wsa:ReplyTo></SOAP-ENV:Header>
+<SOAP-ENV:Body><d:ResolveMatches><d:ResolveMatch><wsa:EndpointReference><wsa:Address>urn:uuid:abc</wsa:Address></wsa:EndpointReference>
+<d:Types>dn:NetworkVideoTransmitter</d:Types><d:XAddrs>http://10.0.0.40/onvif/device_service</d:XAddrs>
+<d:MetadataVersion>2</d:MetadataVersion></d:ResolveMatch></d:ResolveMatches></SOAP-ENV:Body></SOAP-ENV:Envelope>)";
+    std::string error;
+    auto decoded = decodeDiscovery(text, error);
+    ASSERT_TRUE(decoded) << error;
+    EXPECT_EQ(decoded->kind, DiscoveryKind::ResolveMatches);
+    EXPECT_EQ(decoded->endpoints.at(0).xaddrs,
+              std::vector<std::string>{"http://10.0.0.40/onvif/device_service"});
+    EXPECT_EQ(decoded->endpoints.at(0).metadataVersion, 2u);
+}
+
+TEST(DiscoveryField, AFaultIsNoDiscoveryMessage) {
+    const char* text =
+        R"(<env:Envelope xmlns:env="http://www.w3.org/2003/05/soap-envelope"><env:Body><env:Fault>
+<env:Code><env:Value>env:Sender</env:Value></env:Code></env:Fault></env:Body></env:Envelope>)";
+    std::string error;
+    EXPECT_FALSE(decodeDiscovery(text, error));
+    EXPECT_NE(error.find("Fault"), std::string::npos) << error;
+}
+
+TEST(DiscoveryField, UrlHostIsComparedWithTheSenderByAddress) {
+    EXPECT_TRUE(urlHostIs("http://192.168.1.64/onvif/device_service", "192.168.1.64"));
+    EXPECT_TRUE(urlHostIs("http://192.168.1.64:8080/onvif/device_service", "::ffff:192.168.1.64"));
+    EXPECT_FALSE(urlHostIs("http://192.168.1.65/onvif/device_service", "192.168.1.64"));
+    EXPECT_TRUE(
+        urlHostIs("http://[fe80::4619:b6ff:fe01:2345%25eth0]/onvif", "fe80::4619:b6ff:fe01:2345%eth0"));
+    EXPECT_TRUE(urlHostIs("http://[2001:db8::0:34]:8080/x", "2001:db8::34"));
+    // Host names are not resolved: they never match.
+    EXPECT_FALSE(urlHostIs("http://camera.local/onvif/device_service", "192.168.1.64"));
+    EXPECT_FALSE(urlHostIs("http://user@192.168.1.64@192.168.1.99/x", "192.168.1.64"));
+}
+
 class HostileDatagram : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HostileDatagram, IsRefusedWithAMessage) {
