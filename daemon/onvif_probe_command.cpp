@@ -258,8 +258,18 @@ void printText(const std::vector<PassEntry>& entries) {
                 std::cout << "    offered:   no, " << camera.reason << "\n";
             }
         }
-        for (const std::string& address : result.notCameras)
-            std::cout << "  not a camera: " << address << " (answered as another kind of device; ignored)\n";
+        for (const onvif::IgnoredAnswer& answer : result.ignored) {
+            std::cout << "  ignored:   " << onvif::ignoredAnswerName(answer);
+            if (answer.count > 1) std::cout << ", " << answer.count << " times";
+            std::cout << ": " << answer.reason << "\n";
+            if (!answer.xaddrs.empty()) {
+                std::cout << "    announced:";
+                for (const std::string& url : answer.xaddrs) std::cout << " " << url;
+                std::cout << "\n";
+            }
+        }
+        if (result.ignoredUnlisted > 0)
+            std::cout << "  ignored:   " << result.ignoredUnlisted << " more answers (not listed)\n";
         for (const std::string& problem : result.problems) std::cout << "  problem:   " << problem << "\n";
         std::cout << "  " << result.cameras.size() << " camera" << (result.cameras.size() == 1 ? "" : "s")
                   << ", " << offeredCount(result) << " offered\n";
@@ -325,11 +335,23 @@ void printJson(const std::vector<PassEntry>& entries) {
         boost::json::array problems;
         for (const std::string& problem : entry.result.problems)
             problems.push_back(boost::json::string(problem));
-        boost::json::object e{{"cameras", std::move(cameras)},
-                              {"notCameras", std::move(notCameras)},
-                              {"problems", std::move(problems)},
-                              {"unicastProbes", entry.result.unicastProbes},
-                              {"offered", offeredCount(entry.result)}};
+        boost::json::array ignored;
+        for (const onvif::IgnoredAnswer& answer : entry.result.ignored) {
+            boost::json::array xaddrs;
+            for (const std::string& url : answer.xaddrs) xaddrs.push_back(boost::json::string(url));
+            boost::json::object a{{"sender", answer.sender},
+                                  {"reason", answer.reason},
+                                  {"count", answer.count},
+                                  {"xaddrs", std::move(xaddrs)}};
+            if (!answer.message.empty()) a["message"] = answer.message;
+            if (!answer.uuid.empty()) a["uuid"] = answer.uuid;
+            ignored.push_back(std::move(a));
+        }
+        boost::json::object e{
+            {"cameras", std::move(cameras)},        {"notCameras", std::move(notCameras)},
+            {"ignored", std::move(ignored)},        {"ignoredUnlisted", entry.result.ignoredUnlisted},
+            {"problems", std::move(problems)},      {"unicastProbes", entry.result.unicastProbes},
+            {"offered", offeredCount(entry.result)}};
         if (entry.name.empty()) {
             e["source"] = "command line";
         } else {

@@ -272,6 +272,20 @@ std::optional<DiscoveredEndpoint> readEndpoint(const soap_dom_element* element, 
     return endpoint;
 }
 
+// What went wrong in gSOAP's XML parser, in words.
+std::string xmlErrorOf(int code) {
+    switch (code) {
+    case SOAP_EOF: return "the datagram ends inside the document";
+    case SOAP_SYNTAX_ERROR: return "not XML";
+    case SOAP_TAG_MISMATCH: return "an end tag does not match its start tag";
+    case SOAP_LEVEL: return "elements nested deeper than 32";
+    case SOAP_LENGTH: return "a text longer than 16 KiB";
+    case SOAP_UTF_ERROR: return "invalid UTF-8";
+    case SOAP_NAMESPACE: return "an undeclared namespace prefix";
+    default: return "gSOAP error " + std::to_string(code);
+    }
+}
+
 std::optional<DiscoveryMessage> readDiscovery(const soap_dom_element* envelope, std::string& error) {
     if (!isElement(envelope, kSoapEnvelopes, "Envelope") || !envelope->nstr) {
         error = "not a SOAP envelope (the root element is " +
@@ -582,8 +596,7 @@ std::optional<DiscoveryMessage> decodeDiscovery(std::string_view datagram, std::
         soap_end_recv(soap)) {
         const std::size_t unread = soap->buflen > soap->bufidx ? soap->buflen - soap->bufidx : 0;
         const std::size_t at = buffer.position > unread ? buffer.position - unread : 0;
-        error = "malformed XML near byte " + std::to_string(at) + " (gSOAP error " +
-                std::to_string(soap->error) + ")";
+        error = "malformed XML near byte " + std::to_string(at) + ": " + xmlErrorOf(soap->error);
         return std::nullopt;
     }
     return readDiscovery(&root, error);

@@ -260,6 +260,58 @@ TEST_F(OnvifProbeCommandTest, RewrittenServiceAddressesAreTold) {
     EXPECT_FALSE(contains(json.output, "secret"));
 }
 
+// Cameras as some firmware ships them: header blocks marked mustUnderstand, and two cameras
+// that send the same MessageID (their generators seeded alike). Both are found.
+TEST_F(OnvifProbeCommandTest, CamerasSharingAMessageIdWithMustUnderstandBlocksAreBothFound) {
+    const std::vector<std::string> firmware = {"--must-understand", "--message-id",
+                                               "uuid:00000000-0000-4000-8000-000000000001"};
+    camera(22, kUuidA, firmware);
+    camera(23, kUuidB, firmware);
+    const CommandResult result = probe({"--user", "admin", "--password-file", password_});
+    ASSERT_EQ(result.exitCode, 0) << result.output;
+    EXPECT_TRUE(contains(cameraBlock(result.output, kUuidA), "state:     up with authentication"))
+        << result.output;
+    EXPECT_TRUE(contains(cameraBlock(result.output, kUuidB), "state:     up with authentication"))
+        << result.output;
+}
+
+// Every answer not used is named: who sent it, what it announced, and why.
+TEST_F(OnvifProbeCommandTest, IgnoredAnswersNameSenderAnnouncementAndReason) {
+    camera(24, kUuidA);
+    // Announces a camera at another host's address.
+    camera(25, kUuidB,
+           {"--spoof-uuid", kUuidC, "--spoof-xaddr", "http://192.0.2.99:8080/onvif/device_service"});
+    camera(27, "55555555-5555-4555-8555-555555555555", {"--hostile", "udp-garbage"});
+    const CommandResult text = probe({});
+    ASSERT_EQ(text.exitCode, 0) << text.output;
+    EXPECT_TRUE(contains(cameraBlock(text.output, kUuidA), "offered:   yes")) << text.output;
+    EXPECT_FALSE(contains(text.output, "  camera " + std::string(kUuidC))) << text.output;
+    EXPECT_TRUE(
+        contains(text.output, "ignored:   ProbeMatches from 192.0.2.25 (uuid " + std::string(kUuidC) + ")"))
+        << text.output;
+    EXPECT_TRUE(contains(text.output, "XAddrs not at the sender's address")) << text.output;
+    EXPECT_TRUE(contains(text.output, "announced: http://192.0.2.99:8080/onvif/device_service"))
+        << text.output;
+    EXPECT_TRUE(contains(text.output, "ignored:   datagram from 192.0.2.27")) << text.output;
+    EXPECT_TRUE(contains(text.output, "malformed XML")) << text.output;
+
+    const CommandResult json = probe({"--json"});
+    ASSERT_EQ(json.exitCode, 0) << json.output;
+    boost::system::error_code error;
+    const boost::json::value document = boost::json::parse(json.output, error);
+    ASSERT_FALSE(error) << error.message() << ": " << json.output;
+    bool spoofer = false;
+    for (const auto& answer : document.at("configurations").at(0).at("ignored").as_array()) {
+        if (answer.at("sender").as_string() != "192.0.2.25") continue;
+        spoofer = true;
+        EXPECT_EQ(answer.at("uuid").as_string(), kUuidC);
+        EXPECT_EQ(answer.at("message").as_string(), "ProbeMatches");
+        EXPECT_EQ(answer.at("reason").as_string(), "XAddrs not at the sender's address");
+        EXPECT_EQ(answer.at("xaddrs").at(0).as_string(), "http://192.0.2.99:8080/onvif/device_service");
+    }
+    EXPECT_TRUE(spoofer) << json.output;
+}
+
 TEST_F(OnvifProbeCommandTest, PasswordsAreRefusedOnTheCommandLine) {
     const CommandResult inline_ = probe({"--user", "admin", "--password", "secret"});
     EXPECT_EQ(inline_.exitCode, 2) << inline_.output;
