@@ -52,6 +52,8 @@ void discovery() {
           encodeProbeMatches("uuid:2", "uuid:7d0b1e42-2c3a-4f6f-9f53-0c1f9d0a7c11", {camera, host}));
     write("discovery", "hello", encodeHello("uuid:3", camera));
     write("discovery", "bye", encodeBye("uuid:4", camera));
+    write("discovery", "resolve", encodeResolve("uuid:5", camera.address));
+    write("discovery", "resolve-matches", encodeResolveMatches("uuid:6", "uuid:5", camera));
 }
 
 // ---- HTTP/2 conversations ----
