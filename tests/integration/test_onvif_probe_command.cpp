@@ -312,6 +312,35 @@ TEST_F(OnvifProbeCommandTest, IgnoredAnswersNameSenderAnnouncementAndReason) {
     EXPECT_TRUE(spoofer) << json.output;
 }
 
+// A host that floods answers has its datagrams parsed only at its share; a camera beside it
+// is found as ever.
+TEST_F(OnvifProbeCommandTest, AFloodingHostIsRateLimited) {
+    camera(28, kUuidA);
+    camera(29, kUuidB, {"--hostile", "udp-flood"});
+    const CommandResult result = probe({});
+    ASSERT_EQ(result.exitCode, 0) << result.output;
+    EXPECT_TRUE(contains(cameraBlock(result.output, kUuidA), "offered:   yes")) << result.output;
+    EXPECT_TRUE(contains(result.output, "ignored:   datagram from 192.0.2.29")) << result.output;
+    EXPECT_TRUE(contains(result.output, "rate-limited")) << result.output;
+}
+
+// One host announcing more cameras than a configuration takes: the cap is a problem the
+// output names, with the number of answers it cost.
+TEST_F(OnvifProbeCommandTest, TheCameraCapIsReported) {
+    camera(30, kUuidA, {"--hostile", "many-cameras", "--advertise-port", "9"});
+    const CommandResult result = probe({"--json"});
+    ASSERT_EQ(result.exitCode, 0) << result.output.substr(0, 2000);
+    boost::system::error_code error;
+    const boost::json::value document = boost::json::parse(result.output, error);
+    ASSERT_FALSE(error) << error.message();
+    const auto& configuration = document.at("configurations").at(0);
+    EXPECT_EQ(configuration.at("cameras").as_array().size(), 1024u);
+    bool capped = false;
+    for (const auto& problem : configuration.at("problems").as_array())
+        capped = capped || contains(std::string(problem.as_string()), "camera cap of 1024 reached; ");
+    EXPECT_TRUE(capped) << boost::json::serialize(configuration.at("problems"));
+}
+
 TEST_F(OnvifProbeCommandTest, PasswordsAreRefusedOnTheCommandLine) {
     const CommandResult inline_ = probe({"--user", "admin", "--password", "secret"});
     EXPECT_EQ(inline_.exitCode, 2) << inline_.output;

@@ -80,8 +80,8 @@ struct Options {
     bool helloWithoutXAddrs = false;
     std::string spoofUuid;   // announced instead of --uuid
     std::string spoofXAddr;  // the XAddrs announced with it (default: its own)
-    std::string hostile;     // "", udp-garbage, udp-wrong-relates, udp-many-xaddrs, udp-bomb, http-garbage,
-                             // http-huge, http-silent, not-camera
+    std::string hostile;     // "", udp-garbage, udp-wrong-relates, udp-many-xaddrs, udp-bomb, udp-flood,
+                             // many-cameras, http-garbage, http-huge, http-silent, not-camera
 };
 
 Options options;
@@ -244,6 +244,29 @@ void answerProbe(int fd, const std::string& datagram, const sockaddr_storage& fr
         for (int i = 0; i < 2000; ++i) many.xaddrs.push_back("http://192.0.2.254:1/x" + std::to_string(i));
         answer = encodeProbeMatches(newMessageId(), message->messageId, {many});
         answer.resize(std::min<std::size_t>(answer.size(), 65000));
+    } else if (options.hostile == "udp-flood") {
+        // The same answer 200 times over, each a new message: more than any camera sends.
+        for (int i = 0; i < 199; ++i) {
+            const std::string copy = encodeProbeMatches(newMessageId(), message->messageId, {me});
+            sendto(fd, copy.data(), copy.size(), 0, reinterpret_cast<const sockaddr*>(&from), length);
+        }
+        answer = encodeProbeMatches(newMessageId(), message->messageId, {me});
+    } else if (options.hostile == "many-cameras") {
+        // One host announcing 1,100 cameras at its own address, 50 to a datagram.
+        for (int first = 0; first < 1100; first += 50) {
+            std::vector<DiscoveredEndpoint> many;
+            for (int i = first; i < first + 50; ++i) {
+                DiscoveredEndpoint e = me;
+                char uuid[64];
+                std::snprintf(uuid, sizeof uuid, "urn:uuid:66666666-6666-4666-8666-%012d", i);
+                e.address = uuid;
+                e.xaddrs = {serviceUrl() + "/" + std::to_string(i)};
+                many.push_back(std::move(e));
+            }
+            const std::string text = encodeProbeMatches(newMessageId(), message->messageId, many);
+            sendto(fd, text.data(), text.size(), 0, reinterpret_cast<const sockaddr*>(&from), length);
+        }
+        return;
     } else if (options.hostile == "udp-bomb") {
         answer =
             "<?xml version=\"1.0\"?><!DOCTYPE z [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;"
