@@ -54,6 +54,8 @@ constexpr std::size_t kTrackedSenders = 4096;
 constexpr std::size_t kMaxIgnoredAnswers = 256;
 // Resolves sent and not yet answered: the oldest is forgotten past this.
 constexpr std::size_t kMaxPendingResolves = 256;
+// A camera that has not answered a Resolve is asked again on its next announcement after this.
+constexpr std::chrono::seconds kResolveAgainAfter{10};
 constexpr const char* kDuplicate = "duplicate (a retransmission: same sender and MessageID)";
 
 // The IPv4 address of a network interface, or nullopt.
@@ -176,8 +178,9 @@ public:
         auto it = buckets_.find(sender);
         if (it == buckets_.end()) {
             if (buckets_.size() >= kTrackedSenders) {
-                for (auto it = buckets_.begin(); it != buckets_.end();)
-                    it = refill(it->second, now) >= kDatagramBurst ? buckets_.erase(it) : std::next(it);
+                for (auto idle = buckets_.begin(); idle != buckets_.end();)
+                    idle =
+                        refill(idle->second, now) >= kDatagramBurst ? buckets_.erase(idle) : std::next(idle);
                 if (buckets_.size() >= kTrackedSenders) return false;
             }
             it = buckets_.emplace(sender, Bucket{kDatagramBurst, now}).first;
@@ -502,6 +505,8 @@ private:
     // the window in which answers count for the first snapshot.
     void cycle() {
         if (!running_) return;
+        ++cycles_;
+        if (!mode_.pass) forgetOldIgnoredAnswers();
         cycleStart_ = std::chrono::steady_clock::now();
         multicastId_ = newMessageId();
         sentIds_.insert(multicastId_);
@@ -681,8 +686,8 @@ private:
                     "",
                     "",
                     {},
-                    "rate-limited (more than " + std::to_string(int(kDatagramsPerSecond)) +
-                        " datagrams a second)"});
+                    "rate-limited (more than " + std::to_string(int(kDatagramBurst)) +
+                        " datagrams at once, " + std::to_string(int(kDatagramsPerSecond)) + " a second)"});
             return;
         }
         std::string error;
@@ -730,21 +735,42 @@ private:
         return message.endpoints.empty() ? "" : endpointUuid(message.endpoints.front().address);
     }
 
-    // Remembers an answer that was not used, for `devlet probe onvif` and the status page.
-    void ignore(IgnoredAnswer answer) {
-        for (IgnoredAnswer& known : ignoredAnswers_) {
+    // Remembers an answer that was not used, for `devlet probe onvif` and the status page;
+    // true when it is a new entry. The daemon keeps what was seen in this cycle and the last
+    // (a spoofer that left drops off the status page) and only counts retransmissions, which
+    // every camera sends and the status page does not show.
+    bool ignore(IgnoredAnswer answer) {
+        for (std::size_t i = 0; i < ignoredAnswers_.size(); ++i) {
+            IgnoredAnswer& known = ignoredAnswers_[i];
             if (known.sender == answer.sender && known.uuid == answer.uuid && known.reason == answer.reason) {
                 ++known.count;
-                return;
+                ignoredCycle_[i] = cycles_;
+                return false;
             }
         }
+        if (!mode_.pass && answer.reason == kDuplicate) return false;
         if (ignoredAnswers_.size() >= kMaxIgnoredAnswers) {
             ++ignoredOverflow_;
-            return;
+            return false;
         }
         log.debug() << configuration_ << ": ignored " << ignoredAnswerName(answer) << ": " << answer.reason;
         ignoredAnswers_.push_back(std::move(answer));
+        ignoredCycle_.push_back(cycles_);
         if (firstWindowDone_) reportScan(false);
+        return true;
+    }
+
+    // At the start of a cycle: ignored answers not seen in the last two are forgotten.
+    void forgetOldIgnoredAnswers() {
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < ignoredAnswers_.size(); ++i) {
+            if (ignoredCycle_[i] + 1 < cycles_) continue;
+            ignoredAnswers_[kept] = std::move(ignoredAnswers_[i]);
+            ignoredCycle_[kept] = ignoredCycle_[i];
+            ++kept;
+        }
+        ignoredAnswers_.resize(kept);
+        ignoredCycle_.resize(kept);
     }
 
     // A ProbeMatch, ResolveMatch or Hello from `from`: a camera to query, or an answer to
@@ -802,10 +828,10 @@ private:
         }
         if (url.empty()) {
             answer.reason = "XAddrs not at the sender's address";
-            if (!mode_.pass && ignoredAnswers_.size() < kMaxIgnoredAnswers)
+            const std::string urls = joined(endpoint.xaddrs);
+            if (ignore(std::move(answer)) && !mode_.pass)
                 log.warning() << configuration_ << ": " << how << " from " << from << " names camera " << uuid
-                              << " at " << joined(endpoint.xaddrs) << ", not at its own address: not queried";
-            ignore(std::move(answer));
+                              << " at " << urls << ", not at its own address: not queried";
             return;
         }
         // One endpoint uuid is one camera: the same uuid from another address of the same
@@ -872,8 +898,10 @@ private:
     void sendResolve(const DiscoveredEndpoint& endpoint, const std::string& from,
                      const udp::endpoint& sender) {
         const std::string uuid = endpointUuid(endpoint.address);
+        const auto now = std::chrono::steady_clock::now();
         for (const auto& [id, pending] : resolves_)
-            if (pending.sender == from && pending.uuid == uuid) return;  // asked already
+            if (pending.sender == from && pending.uuid == uuid && now - pending.sent < kResolveAgainAfter)
+                return;  // asked a moment ago
         udp::socket* socket = nullptr;
         if (sender.address().is_v4() ||
             (sender.address().is_v6() && sender.address().to_v6().is_v4_mapped())) {
@@ -901,7 +929,7 @@ private:
             resolves_.erase(resolveOrder_.front());
             resolveOrder_.pop_front();
         }
-        resolves_[id] = PendingResolve{from, uuid};
+        resolves_[id] = PendingResolve{from, uuid, now};
         resolveOrder_.push_back(id);
         log.debug() << configuration_ << ": camera " << uuid << " at " << from
                     << " named no XAddrs; sent a Resolve";
@@ -1206,11 +1234,14 @@ private:
     RecentIds seenIds_{kRememberedMessages};  // "<sender> <MessageID>"
     SenderRateLimit rateLimit_;
     std::vector<IgnoredAnswer> ignoredAnswers_;  // at most kMaxIgnoredAnswers
+    std::vector<std::uint64_t> ignoredCycle_;    // the cycle each was last seen in
+    std::uint64_t cycles_ = 0;                   // discovery cycles started
     std::uint64_t ignoredOverflow_ = 0;          // ignored answers past that
     std::uint64_t capIgnored_ = 0;               // answers ignored because of kMaxCameras
     struct PendingResolve {
         std::string sender;
         std::string uuid;
+        std::chrono::steady_clock::time_point sent;
     };
     std::map<std::string, PendingResolve> resolves_;  // by the Resolve's MessageID
     std::deque<std::string> resolveOrder_;

@@ -515,8 +515,13 @@ TEST_F(OnvifProbeTest, ThirdPartyClientAgreesWithTheSimulatedCamera) {
     if (access("/usr/bin/onvif-util", X_OK) != 0)
         GTEST_SKIP() << "skipped: Debian's onvif-tools is not installed";
     camera(32, kUuidA, {"--port", "80", "--name", "Porch"});
+    // The field modes stay valid WS-Discovery for a third-party client too.
+    camera(
+        33, kUuidB,
+        {"--port", "80", "--must-understand", "--message-id", "uuid:00000000-0000-4000-8000-00000000000a"});
     const std::string found = lab_->output("timeout 20 onvif-util -a");
     EXPECT_NE(found.find("192.0.2.32"), std::string::npos) << found;
+    EXPECT_NE(found.find("192.0.2.33"), std::string::npos) << found;
     const std::string session = lab_->output(
         "printf \"get profiles\\nget rtsp\\nquit\\n\" | timeout 20 onvif-util -u admin -p secret 192.0.2.32");
     EXPECT_NE(session.find("Token 0: main"), std::string::npos) << session;
