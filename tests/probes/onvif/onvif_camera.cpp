@@ -86,12 +86,20 @@ struct Options {
 
 Options options;
 volatile std::sig_atomic_t stopping = 0;
+// SIGUSR1: the camera's configuration changed (its streams move); it announces a new
+// MetadataVersion with a Hello, as WS-Discovery asks.
+volatile std::sig_atomic_t reconfigured = 0;
+unsigned metadataVersion = 1;
 // Sends over IPv6 from --address6 (not the link-local address the kernel would pick for a
 // link-local peer or group), as the XAddrs it announces name that address.
 int udp6Send = -1;
 
 void onSignal(int) {
     stopping = 1;
+}
+
+void onReconfigure(int) {
+    reconfigured = 1;
 }
 
 // The device service URL of one address family: a camera answers a Probe with the address
@@ -131,7 +139,7 @@ DiscoveredEndpoint endpoint(bool v6 = false) {
     e.scopes = {"onvif://www.onvif.org/type/video_encoder", "onvif://www.onvif.org/name/" + options.name,
                 "onvif://www.onvif.org/hardware/SimCam"};
     e.xaddrs = {options.spoofXAddr.empty() ? serviceUrl(v6) : options.spoofXAddr};
-    e.metadataVersion = 1;
+    e.metadataVersion = metadataVersion;
     return e;
 }
 
@@ -666,7 +674,9 @@ int __trt__GetStreamUri(struct soap* soap, struct _trt__GetStreamUri* request,
     const std::string token = request->ProfileToken ? request->ProfileToken : "none";
     // Like many cameras, the URI carries the credentials; devlet must strip them.
     const std::string userinfo = options.user.empty() ? "" : options.user + ":" + options.password + "@";
-    const std::string uri = "rtsp://" + userinfo + streamHost() + ":554/stream/" + token;
+    const std::string path =
+        metadataVersion == 1 ? "/stream/" : "/stream" + std::to_string(metadataVersion) + "/";
+    const std::string uri = "rtsp://" + userinfo + streamHost() + ":554" + path + token;
     response->MediaUri = soap_new_tt__MediaUri(soap);
     response->MediaUri->Uri = soap_strdup(soap, uri.c_str());
     return SOAP_OK;
@@ -804,6 +814,7 @@ int main(int argc, char** argv) {
     std::srand(unsigned(getpid()));  // cameras started together answer at different moments
     std::signal(SIGTERM, onSignal);
     std::signal(SIGINT, onSignal);
+    std::signal(SIGUSR1, onReconfigure);
     std::signal(SIGPIPE, SIG_IGN);
 
     const int udp = openUdp();
@@ -867,6 +878,11 @@ int main(int argc, char** argv) {
 
     std::vector<char> buffer(65536);
     while (!stopping) {
+        if (reconfigured) {
+            reconfigured = 0;
+            ++metadataVersion;
+            sendMulticast(udp, withMustUnderstand(encodeHello(messageId(), announced(false))));
+        }
         std::vector<pollfd> fds = {{udp, POLLIN, 0}};
         if (udp6 >= 0) fds.push_back({udp6, POLLIN, 0});
         for (struct soap* http : servers) fds.push_back({http->master, POLLIN, 0});

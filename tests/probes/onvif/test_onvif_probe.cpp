@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -764,6 +765,22 @@ TEST_F(OnvifProbeTest, ThirdPartyDigestClientAgreesWithTheSimulatedCamera) {
         EXPECT_FALSE(std::filesystem::exists(atItself))
             << "a credential reached the spoofer at its own address";
         EXPECT_FALSE(std::filesystem::exists(elsewhere)) << "a credential reached the spoofer";
+    }
+
+    // A camera whose configuration changed says Hello with a new MetadataVersion: devlet queries
+    // it again and offers its new stream URIs (liveness checks alone would never read them).
+    TEST_F(OnvifProbeTest, NewMetadataVersionQueriesTheCameraAgain) {
+        const pid_t pid = camera(64, kUuidA);
+        startProbe(details("", 3600));
+        ASSERT_TRUE(runUntil([&](const auto&) {
+            return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI");
+        })) << describe();
+        EXPECT_EQ(byUuid(kUuidA)->properties.at("ONVIF_STREAM_0_URI"), "rtsp://192.0.2.64:554/stream/main");
+        ::kill(pid, SIGUSR1);
+        ASSERT_TRUE(runUntil([&](const auto&) {
+            return byUuid(kUuidA) && byUuid(kUuidA)->properties.at("ONVIF_STREAM_0_URI") ==
+                                         "rtsp://192.0.2.64:554/stream2/main";
+        })) << describe();
     }
 
     // A Bye is honoured only from the address the camera was found at.
