@@ -686,134 +686,133 @@ TEST_F(OnvifProbeTest, ThirdPartyDigestClientAgreesWithTheSimulatedCamera) {
             lab_->output(curl + "--digest -u admin:wrong -o /dev/null -w %{http_code} " + url);
         EXPECT_EQ(wrong, "401") << host;
     }
+}
 
-    // Cameras of one firmware seed their MessageID generator alike: two send the same one.
-    // A message is a retransmission only from the same sender; both cameras are found.
-    TEST_F(OnvifProbeTest, TwoCamerasWithTheSameMessageIdAreBothFound) {
-        camera(50, kUuidA, {"--message-id", "uuid:00000000-0000-4000-8000-000000000001"});
-        camera(51, kUuidB, {"--message-id", "uuid:00000000-0000-4000-8000-000000000001"});
-        startProbe(details());
-        ASSERT_TRUE(runUntil([&](const auto&) { return byUuid(kUuidA) && byUuid(kUuidB); })) << describe();
+// Cameras of one firmware seed their MessageID generator alike: two send the same one.
+// A message is a retransmission only from the same sender; both cameras are found.
+TEST_F(OnvifProbeTest, TwoCamerasWithTheSameMessageIdAreBothFound) {
+    camera(50, kUuidA, {"--message-id", "uuid:00000000-0000-4000-8000-000000000001"});
+    camera(51, kUuidB, {"--message-id", "uuid:00000000-0000-4000-8000-000000000001"});
+    startProbe(details());
+    ASSERT_TRUE(runUntil([&](const auto&) { return byUuid(kUuidA) && byUuid(kUuidB); })) << describe();
+}
+
+// Answers with header blocks marked mustUnderstand (ReplyTo, To, Action, a vendor's own):
+// a discovery client reads what it needs and ignores the rest.
+TEST_F(OnvifProbeTest, AnswersWithMustUnderstandHeaderBlocksAreFound) {
+    camera(52, kUuidA, {"--must-understand"});
+    startProbe(details());
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI");
+    })) << describe();
+}
+
+// A Hello without XAddrs is answered with a Resolve to its sender; the ResolveMatches
+// names the service URL.
+TEST_F(OnvifProbeTest, HelloWithoutXAddrsIsResolved) {
+    startProbe(details("", 3600));
+    ASSERT_TRUE(runUntilCount(0));
+    camera(53, kUuidA, {"--hello-without-xaddrs", "--no-probe-answers"});
+    ASSERT_TRUE(runUntil([&](const auto&) { return byUuid(kUuidA) != nullptr; })) << describe();
+    EXPECT_EQ(byUuid(kUuidA)->properties.at("ONVIF_DEVICE_SERVICE_URL"),
+              "http://192.0.2.53:8080/onvif/device_service");
+}
+
+// Any host on the segment can answer a Probe or say Hello. Two spoofers announce a real
+// camera's uuid, one with XAddrs at itself, one with XAddrs at a third address. Neither
+// becomes an instance, and no credential reaches either: they record every request that
+// carries a UsernameToken or an HTTP Authorization header.
+TEST_F(OnvifProbeTest, SpoofingHostsGetNoInstanceAndNoCredential) {
+    // The real camera records the credentials it gets too: the recorder works.
+    const std::string real = (dir_.path() / "credentials-real").string();
+    camera(54, kUuidA, {"--record-credentials", real});
+    startProbe(details());
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI");
+    })) << describe();
+
+    const std::string atItself = (dir_.path() / "credentials-at-itself").string();
+    const std::string elsewhere = (dir_.path() / "credentials-elsewhere").string();
+    camera(55, kUuidB, {"--spoof-uuid", kUuidA, "--hello", "--record-credentials", atItself});
+    camera(56, kUuidC,
+           {"--spoof-uuid", kUuidA, "--spoof-xaddr", "http://192.0.2.57:8080/onvif/device_service", "--hello",
+            "--record-credentials", elsewhere});
+    // Both announcements (Hello, then the answers to the next Probe) are reported as ignored.
+    auto reported = [&](const std::string& sender, const std::string& reason) {
+        return std::any_of(sink_.scan.excluded.begin(), sink_.scan.excluded.end(),
+                           [&](const ExcludedDevice& d) {
+                               return d.id.find("from " + sender + " ") != std::string::npos &&
+                                      d.reason.find(reason) != std::string::npos;
+                           });
+    };
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return reported("192.0.2.55", "uuid already announced by 192.0.2.54") &&
+               reported("192.0.2.56", "XAddrs not at the sender's address") && sink_.snapshots > 0;
+    })) << describe();
+    // One more cycle: the spoofers have answered a Probe of the rescan too.
+    const int before = sink_.scans;
+    ASSERT_TRUE(runUntil([&](const auto&) { return sink_.scans > before + 1; })) << describe();
+
+    for (const Instance& instance : sink_.snapshot) {
+        const std::string url = instance.properties.at("ONVIF_DEVICE_SERVICE_URL");
+        EXPECT_EQ(url.find("192.0.2.55"), std::string::npos) << describe();
+        EXPECT_EQ(url.find("192.0.2.56"), std::string::npos) << describe();
+        EXPECT_EQ(url.find("192.0.2.57"), std::string::npos) << describe();
     }
+    ASSERT_NE(byUuid(kUuidA), nullptr) << describe();
+    EXPECT_EQ(byUuid(kUuidA)->properties.at("ONVIF_DEVICE_SERVICE_URL"),
+              "http://192.0.2.54:8080/onvif/device_service");
+    EXPECT_TRUE(std::filesystem::exists(real));
+    EXPECT_FALSE(std::filesystem::exists(atItself)) << "a credential reached the spoofer at its own address";
+    EXPECT_FALSE(std::filesystem::exists(elsewhere)) << "a credential reached the spoofer";
+}
 
-    // Answers with header blocks marked mustUnderstand (ReplyTo, To, Action, a vendor's own):
-    // a discovery client reads what it needs and ignores the rest.
-    TEST_F(OnvifProbeTest, AnswersWithMustUnderstandHeaderBlocksAreFound) {
-        camera(52, kUuidA, {"--must-understand"});
-        startProbe(details());
-        ASSERT_TRUE(runUntil([&](const auto&) {
-            return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI");
-        })) << describe();
+// A camera whose configuration changed says Hello with a new MetadataVersion: devlet queries
+// it again and offers its new stream URIs (liveness checks alone would never read them).
+TEST_F(OnvifProbeTest, NewMetadataVersionQueriesTheCameraAgain) {
+    const pid_t pid = camera(64, kUuidA);
+    startProbe(details("", 3600));
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI");
+    })) << describe();
+    EXPECT_EQ(byUuid(kUuidA)->properties.at("ONVIF_STREAM_0_URI"), "rtsp://192.0.2.64:554/stream/main");
+    ::kill(pid, SIGUSR1);
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) &&
+               byUuid(kUuidA)->properties.at("ONVIF_STREAM_0_URI") == "rtsp://192.0.2.64:554/stream2/main";
+    })) << describe();
+}
+
+// A Bye is honoured only from the address the camera was found at.
+TEST_F(OnvifProbeTest, ByeFromAnotherHostDoesNotRemoveACamera) {
+    camera(58, kUuidA);
+    startProbe(details("", 3600));
+    ASSERT_TRUE(runUntilCount(1)) << describe();
+    const pid_t spoofer = camera(59, kUuidB, {"--spoof-uuid", kUuidA, "--bye", "--no-probe-answers"});
+    lab_->terminate(spoofer);  // says Bye for the real camera's uuid
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return std::any_of(
+            sink_.scan.excluded.begin(), sink_.scan.excluded.end(),
+            [](const ExcludedDevice& d) { return d.id.find("Bye from 192.0.2.59") != std::string::npos; });
+    })) << describe();
+    EXPECT_NE(byUuid(kUuidA), nullptr) << describe();
+}
+
+TEST_F(OnvifProbeTest, HostileRespondersDoNotStopDiscovery) {
+    int host = 40;
+    for (const char* mode : {"udp-garbage", "udp-wrong-relates", "udp-many-xaddrs", "udp-bomb",
+                             "http-garbage", "http-huge", "http-silent"}) {
+        camera(host, "44444444-4444-4444-8444-0000000000" + std::to_string(host), {"--hostile", mode});
+        ++host;
     }
-
-    // A Hello without XAddrs is answered with a Resolve to its sender; the ResolveMatches
-    // names the service URL.
-    TEST_F(OnvifProbeTest, HelloWithoutXAddrsIsResolved) {
-        startProbe(details("", 3600));
-        ASSERT_TRUE(runUntilCount(0));
-        camera(53, kUuidA, {"--hello-without-xaddrs", "--no-probe-answers"});
-        ASSERT_TRUE(runUntil([&](const auto&) { return byUuid(kUuidA) != nullptr; })) << describe();
-        EXPECT_EQ(byUuid(kUuidA)->properties.at("ONVIF_DEVICE_SERVICE_URL"),
-                  "http://192.0.2.53:8080/onvif/device_service");
-    }
-
-    // Any host on the segment can answer a Probe or say Hello. Two spoofers announce a real
-    // camera's uuid, one with XAddrs at itself, one with XAddrs at a third address. Neither
-    // becomes an instance, and no credential reaches either: they record every request that
-    // carries a UsernameToken or an HTTP Authorization header.
-    TEST_F(OnvifProbeTest, SpoofingHostsGetNoInstanceAndNoCredential) {
-        // The real camera records the credentials it gets too: the recorder works.
-        const std::string real = (dir_.path() / "credentials-real").string();
-        camera(54, kUuidA, {"--record-credentials", real});
-        startProbe(details());
-        ASSERT_TRUE(runUntil([&](const auto&) {
-            return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI");
-        })) << describe();
-
-        const std::string atItself = (dir_.path() / "credentials-at-itself").string();
-        const std::string elsewhere = (dir_.path() / "credentials-elsewhere").string();
-        camera(55, kUuidB, {"--spoof-uuid", kUuidA, "--hello", "--record-credentials", atItself});
-        camera(56, kUuidC,
-               {"--spoof-uuid", kUuidA, "--spoof-xaddr", "http://192.0.2.57:8080/onvif/device_service",
-                "--hello", "--record-credentials", elsewhere});
-        // Both announcements (Hello, then the answers to the next Probe) are reported as ignored.
-        auto reported = [&](const std::string& sender, const std::string& reason) {
-            return std::any_of(sink_.scan.excluded.begin(), sink_.scan.excluded.end(),
-                               [&](const ExcludedDevice& d) {
-                                   return d.id.find("from " + sender + " ") != std::string::npos &&
-                                          d.reason.find(reason) != std::string::npos;
-                               });
-        };
-        ASSERT_TRUE(runUntil([&](const auto&) {
-            return reported("192.0.2.55", "uuid already announced by 192.0.2.54") &&
-                   reported("192.0.2.56", "XAddrs not at the sender's address") && sink_.snapshots > 0;
-        })) << describe();
-        // One more cycle: the spoofers have answered a Probe of the rescan too.
-        const int before = sink_.scans;
-        ASSERT_TRUE(runUntil([&](const auto&) { return sink_.scans > before + 1; })) << describe();
-
-        for (const Instance& instance : sink_.snapshot) {
-            const std::string url = instance.properties.at("ONVIF_DEVICE_SERVICE_URL");
-            EXPECT_EQ(url.find("192.0.2.55"), std::string::npos) << describe();
-            EXPECT_EQ(url.find("192.0.2.56"), std::string::npos) << describe();
-            EXPECT_EQ(url.find("192.0.2.57"), std::string::npos) << describe();
-        }
-        ASSERT_NE(byUuid(kUuidA), nullptr) << describe();
-        EXPECT_EQ(byUuid(kUuidA)->properties.at("ONVIF_DEVICE_SERVICE_URL"),
-                  "http://192.0.2.54:8080/onvif/device_service");
-        EXPECT_TRUE(std::filesystem::exists(real));
-        EXPECT_FALSE(std::filesystem::exists(atItself))
-            << "a credential reached the spoofer at its own address";
-        EXPECT_FALSE(std::filesystem::exists(elsewhere)) << "a credential reached the spoofer";
-    }
-
-    // A camera whose configuration changed says Hello with a new MetadataVersion: devlet queries
-    // it again and offers its new stream URIs (liveness checks alone would never read them).
-    TEST_F(OnvifProbeTest, NewMetadataVersionQueriesTheCameraAgain) {
-        const pid_t pid = camera(64, kUuidA);
-        startProbe(details("", 3600));
-        ASSERT_TRUE(runUntil([&](const auto&) {
-            return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI");
-        })) << describe();
-        EXPECT_EQ(byUuid(kUuidA)->properties.at("ONVIF_STREAM_0_URI"), "rtsp://192.0.2.64:554/stream/main");
-        ::kill(pid, SIGUSR1);
-        ASSERT_TRUE(runUntil([&](const auto&) {
-            return byUuid(kUuidA) && byUuid(kUuidA)->properties.at("ONVIF_STREAM_0_URI") ==
-                                         "rtsp://192.0.2.64:554/stream2/main";
-        })) << describe();
-    }
-
-    // A Bye is honoured only from the address the camera was found at.
-    TEST_F(OnvifProbeTest, ByeFromAnotherHostDoesNotRemoveACamera) {
-        camera(58, kUuidA);
-        startProbe(details("", 3600));
-        ASSERT_TRUE(runUntilCount(1)) << describe();
-        const pid_t spoofer = camera(59, kUuidB, {"--spoof-uuid", kUuidA, "--bye", "--no-probe-answers"});
-        lab_->terminate(spoofer);  // says Bye for the real camera's uuid
-        ASSERT_TRUE(runUntil([&](const auto&) {
-            return std::any_of(sink_.scan.excluded.begin(), sink_.scan.excluded.end(),
-                               [](const ExcludedDevice& d) {
-                                   return d.id.find("Bye from 192.0.2.59") != std::string::npos;
-                               });
-        })) << describe();
-        EXPECT_NE(byUuid(kUuidA), nullptr) << describe();
-    }
-
-    TEST_F(OnvifProbeTest, HostileRespondersDoNotStopDiscovery) {
-        int host = 40;
-        for (const char* mode : {"udp-garbage", "udp-wrong-relates", "udp-many-xaddrs", "udp-bomb",
-                                 "http-garbage", "http-huge", "http-silent"}) {
-            camera(host, "44444444-4444-4444-8444-0000000000" + std::to_string(host), {"--hostile", mode});
-            ++host;
-        }
-        camera(28, kUuidB);
-        startProbe(details());
-        ASSERT_TRUE(runUntil([&](const auto& s) { return s.size() == 1 && byUuid(kUuidB); })) << describe();
-        // Liveness rounds against the hostile ones go on; the good camera stays, nothing else comes.
-        runUntil([](const auto&) { return false; }, 5s);
-        EXPECT_EQ(sink_.snapshot.size(), 1u) << describe();
-        EXPECT_NE(byUuid(kUuidB), nullptr);
-    }
+    camera(28, kUuidB);
+    startProbe(details());
+    ASSERT_TRUE(runUntil([&](const auto& s) { return s.size() == 1 && byUuid(kUuidB); })) << describe();
+    // Liveness rounds against the hostile ones go on; the good camera stays, nothing else comes.
+    runUntil([](const auto&) { return false; }, 5s);
+    EXPECT_EQ(sink_.snapshot.size(), 1u) << describe();
+    EXPECT_NE(byUuid(kUuidB), nullptr);
+}
 
 }  // namespace
 }  // namespace devlet::onvif
