@@ -1,6 +1,7 @@
 // Fuzz target: WS-Discovery datagrams (Probe, ProbeMatches, Hello, Bye, Resolve,
 // ResolveMatches) as a camera or anything else on the multicast group may send them,
-// through gSOAP's DOM parser and decodeDiscovery's walk. What it accepts stays within the limits soap_wire.h promises.
+// through gSOAP's DOM parser and decodeDiscovery's walk. What it accepts stays within the limits soap_wire.h
+// promises.
 
 #include <cstddef>
 #include <cstdint>
@@ -20,8 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (message->endpoints.size() > kMaxEndpointsPerMessage) std::abort();
     for (const auto& endpoint : message->endpoints) {
-        if (endpoint.xaddrs.size() > kMaxXAddrsPerEndpoint || endpoint.scopes.size() > kMaxScopesPerEndpoint ||
-            endpoint.types.size() > kMaxTypesPerEndpoint || endpoint.address.empty())
+        if (endpoint.xaddrs.size() > kMaxXAddrsPerEndpoint ||
+            endpoint.scopes.size() > kMaxScopesPerEndpoint || endpoint.types.size() > kMaxTypesPerEndpoint ||
+            endpoint.address.empty())
             std::abort();
         for (const auto& xaddr : endpoint.xaddrs) {
             if (!isUsableServiceUrl(xaddr)) std::abort();
