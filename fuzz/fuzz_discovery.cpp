@@ -1,7 +1,7 @@
 // Fuzz target: WS-Discovery datagrams (Probe, ProbeMatches, Hello, Bye, Resolve,
 // ResolveMatches) as a camera or anything else on the multicast group may send them,
-// through gSOAP's DOM parser and decodeDiscovery's walk. What it accepts stays within the limits soap_wire.h
-// promises.
+// through gSOAP's DOM parser and decodeDiscovery's walk. What it accepts stays within the
+// limits soap_wire.h promises.
 
 #include <cstddef>
 #include <cstdint>

@@ -275,14 +275,22 @@ std::optional<DiscoveredEndpoint> readEndpoint(const soap_dom_element* element, 
 // What went wrong in gSOAP's XML parser, in words.
 std::string xmlErrorOf(int code) {
     switch (code) {
-    case SOAP_EOF: return "the datagram ends inside the document";
-    case SOAP_SYNTAX_ERROR: return "not XML";
-    case SOAP_TAG_MISMATCH: return "an end tag does not match its start tag";
-    case SOAP_LEVEL: return "elements nested deeper than 32";
-    case SOAP_LENGTH: return "a text longer than 16 KiB";
-    case SOAP_UTF_ERROR: return "invalid UTF-8";
-    case SOAP_NAMESPACE: return "an undeclared namespace prefix";
-    default: return "gSOAP error " + std::to_string(code);
+        case SOAP_EOF:
+            return "the datagram ends inside the document";
+        case SOAP_SYNTAX_ERROR:
+            return "not XML";
+        case SOAP_TAG_MISMATCH:
+            return "an end tag does not match its start tag";
+        case SOAP_LEVEL:
+            return "elements nested deeper than 32";
+        case SOAP_LENGTH:
+            return "a text longer than 16 KiB";
+        case SOAP_UTF_ERROR:
+            return "invalid UTF-8";
+        case SOAP_NAMESPACE:
+            return "an undeclared namespace prefix";
+        default:
+            return "gSOAP error " + std::to_string(code);
     }
 }
 
