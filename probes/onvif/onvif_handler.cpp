@@ -26,6 +26,7 @@
 #include "probes/onvif/onvif_classifier.h"
 #include "probes/onvif/onvif_client.h"
 #include "probes/onvif/onvif_details.h"
+#include "probes/onvif/sender_rate_limit.h"
 #include "probes/onvif/soap_wire.h"
 #include "runtime/configuration.h"
 #include "runtime/log.h"
@@ -42,14 +43,6 @@ const asio::ip::address_v4 kDiscoveryGroup = asio::ip::make_address_v4("239.255.
 constexpr std::size_t kMaxCameras = 1024;
 constexpr std::size_t kRememberedMessages = 2048;
 constexpr int kForgetAfterMisses = 60;  // an unreachable camera no probe finds is dropped
-// Datagrams parsed per sender: a camera sends a few per Probe (one answer per Probe copy)
-// and a Hello or two when it starts; 64 at once and 16 a second more is far above that,
-// and keeps one host from making the loop parse 64 KiB datagrams without end.
-constexpr double kDatagramBurst = 64;
-constexpr double kDatagramsPerSecond = 16;
-// Senders whose share is tracked at once; 4,096 covers a /20 answering one Probe together.
-// When all are busy, datagrams of new senders wait for a share to refill (rate-limited).
-constexpr std::size_t kTrackedSenders = 4096;
 // Distinct ignored answers kept for people (by sender, uuid and reason); more are counted.
 constexpr std::size_t kMaxIgnoredAnswers = 256;
 // Resolves sent and not yet answered: the oldest is forgotten past this.
@@ -167,41 +160,6 @@ private:
     std::size_t capacity_;
     std::set<std::string> set_;
     std::deque<std::string> order_;
-};
-
-// A token bucket per sender address, in bounded memory: senders whose bucket is full again
-// are forgotten when room is needed.
-class SenderRateLimit {
-public:
-    // False when the sender has used its share (or too many senders are busy at once).
-    bool admit(const std::string& sender, std::chrono::steady_clock::time_point now) {
-        auto it = buckets_.find(sender);
-        if (it == buckets_.end()) {
-            if (buckets_.size() >= kTrackedSenders) {
-                for (auto idle = buckets_.begin(); idle != buckets_.end();)
-                    idle =
-                        refill(idle->second, now) >= kDatagramBurst ? buckets_.erase(idle) : std::next(idle);
-                if (buckets_.size() >= kTrackedSenders) return false;
-            }
-            it = buckets_.emplace(sender, Bucket{kDatagramBurst, now}).first;
-        }
-        if (refill(it->second, now) < 1) return false;
-        it->second.tokens -= 1;
-        return true;
-    }
-
-private:
-    struct Bucket {
-        double tokens;
-        std::chrono::steady_clock::time_point updated;
-    };
-    static double refill(Bucket& bucket, std::chrono::steady_clock::time_point now) {
-        const std::chrono::duration<double> elapsed = now - bucket.updated;
-        bucket.tokens = std::min(kDatagramBurst, bucket.tokens + elapsed.count() * kDatagramsPerSecond);
-        bucket.updated = now;
-        return bucket.tokens;
-    }
-    std::map<std::string, Bucket> buckets_;
 };
 
 // The address a datagram came from, as text; an IPv4-mapped IPv6 address as IPv4.
@@ -686,8 +644,8 @@ private:
                     "",
                     "",
                     {},
-                    "rate-limited (more than " + std::to_string(int(kDatagramBurst)) +
-                        " datagrams at once, " + std::to_string(int(kDatagramsPerSecond)) + " a second)"});
+                    "rate-limited (more than " + std::to_string(int(rateLimit_.burst())) +
+                        " datagrams at once, " + std::to_string(int(rateLimit_.perSecond())) + " a second)"});
             return;
         }
         std::string error;

@@ -9,6 +9,7 @@
 
 #include "probes/onvif/credentials.h"
 #include "probes/onvif/onvif_client.h"
+#include "probes/onvif/sender_rate_limit.h"
 #include "probes/onvif/soap_wire.h"
 #include "probes/onvif/username_token.h"
 #include "tests/support/temp_dir.h"
@@ -449,6 +450,36 @@ TEST(DiscoveryField, UrlHostIsComparedWithTheSenderByAddress) {
     // Host names are not resolved: they never match.
     EXPECT_FALSE(urlHostIs("http://camera.local/onvif/device_service", "192.168.1.64"));
     EXPECT_FALSE(urlHostIs("http://user@192.168.1.64@192.168.1.99/x", "192.168.1.64"));
+}
+
+// --- The per-sender rate limit (times are given, not waited for) ---
+
+TEST(SenderRateLimit, ABurstIsAdmittedThenTheRate) {
+    SenderRateLimit limit(4, 2);
+    const auto start = SenderRateLimit::Clock::time_point{} + std::chrono::hours(1);
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(limit.admit("192.0.2.9", start)) << i;
+    EXPECT_FALSE(limit.admit("192.0.2.9", start));
+    // Another sender has a bucket of its own.
+    EXPECT_TRUE(limit.admit("192.0.2.10", start));
+    // Half a second later one more (2 a second), not two.
+    EXPECT_TRUE(limit.admit("192.0.2.9", start + std::chrono::milliseconds(500)));
+    EXPECT_FALSE(limit.admit("192.0.2.9", start + std::chrono::milliseconds(500)));
+    // An idle sender's bucket fills up to the burst, no further.
+    const auto later = start + std::chrono::minutes(5);
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(limit.admit("192.0.2.9", later)) << i;
+    EXPECT_FALSE(limit.admit("192.0.2.9", later));
+}
+
+TEST(SenderRateLimit, TrackedSendersAreBounded) {
+    SenderRateLimit limit(2, 1, 3);
+    const auto start = SenderRateLimit::Clock::time_point{} + std::chrono::hours(1);
+    for (const char* sender : {"a", "b", "c"}) EXPECT_TRUE(limit.admit(sender, start));
+    // All three buckets are in use: a fourth sender waits.
+    EXPECT_FALSE(limit.admit("d", start));
+    EXPECT_EQ(limit.trackedSenders(), 3u);
+    // Once their buckets are full again they are forgotten and the new sender is tracked.
+    EXPECT_TRUE(limit.admit("d", start + std::chrono::seconds(2)));
+    EXPECT_LE(limit.trackedSenders(), 3u);
 }
 
 class HostileDatagram : public ::testing::TestWithParam<std::string> {};
