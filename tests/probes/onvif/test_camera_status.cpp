@@ -138,5 +138,14 @@ TEST(CameraStatus, StatusesSortByUuidThenUrl) {
     EXPECT_EQ(statuses[2].instanceId, "http://x/1-b");
 }
 
+// How the status page names an answer it did not use: the message, the sender, the uuid.
+TEST(CameraStatus, IgnoredAnswerIsNamedBySenderAndUuid) {
+    IgnoredAnswer spoofed{"192.0.2.55", "Hello", "11111111-1111-4111-8111-111111111111", {}, "r"};
+    EXPECT_EQ(ignoredAnswerName(spoofed),
+              "Hello from 192.0.2.55 (uuid 11111111-1111-4111-8111-111111111111)");
+    IgnoredAnswer unreadable{"2001:db8::7", "", "", {}, "malformed XML"};
+    EXPECT_EQ(ignoredAnswerName(unreadable), "datagram from 2001:db8::7");
+}
+
 }  // namespace
 }  // namespace devlet::onvif
