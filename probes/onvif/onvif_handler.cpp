@@ -784,6 +784,12 @@ private:
                 }
             }
         }
+        if (url.empty() && knownAt(uuid, endpoint.xaddrs)) {
+            // A camera found already, answering from its other address (a dual-stack camera
+            // answers the IPv6 Probe from its link-local address and names its IPv4 URL):
+            // nothing new, and nothing is done with it.
+            return;
+        }
         if (url.empty()) {
             answer.reason = "XAddrs not at the sender's address";
             const std::string urls = joined(endpoint.xaddrs);
@@ -842,6 +848,13 @@ private:
             camera.missed = 0;
             query(key);
         }
+    }
+
+    // Whether a camera with this uuid was found at one of these service URLs.
+    bool knownAt(const std::string& uuid, const std::vector<std::string>& urls) const {
+        for (const std::string& url : urls)
+            if (cameras_.count(url + "-" + uuid)) return true;
+        return false;
     }
 
     static bool isIpv6(const std::string& address) { return address.find(':') != std::string::npos; }
