@@ -61,15 +61,14 @@ int Daemon::run() {
     signals_.async_wait(onSignal);
     startWatchdog();
 
-    std::string error;
-    StoreProblem problem = StoreProblem::None;
-    store_ = Store::open(settings_.stateDir, StoreOptions{}, error, &problem);
+    Outcome why = Outcome::ok();
+    store_ = Store::open(settings_.stateDir, StoreOptions{}, why);
     if (store_) {
         serve();
-    } else if (problem == StoreProblem::Passing) {
-        waitForStore(error);
+    } else if (why.fault() == Fault::Passing) {
+        waitForStore(why.error());
     } else {
-        log.error() << error;
+        log.error() << why.error();
         return 1;
     }
     loop_.run();
@@ -91,16 +90,15 @@ void Daemon::waitForStore(const std::string& error) {
     storeTimer_.expires_after(kStoreRetry);
     storeTimer_.async_wait([this](boost::system::error_code ec) {
         if (ec || stopping_) return;
-        std::string error;
-        StoreProblem problem = StoreProblem::None;
-        store_ = Store::open(settings_.stateDir, StoreOptions{}, error, &problem);
+        Outcome why = Outcome::ok();
+        store_ = Store::open(settings_.stateDir, StoreOptions{}, why);
         if (store_) {
             log.info() << "state store " << settings_.stateDir << " can be written again";
             serve();
-        } else if (problem == StoreProblem::Passing) {
-            waitForStore(error);
+        } else if (why.fault() == Fault::Passing) {
+            waitForStore(why.error());
         } else {
-            log.error() << error;
+            log.error() << why.error();
             exitCode_ = 1;
             shutdown();
         }

@@ -489,37 +489,38 @@ Outcome migrate(sqlite3* db, const std::string& path) {
 }  // namespace
 
 std::unique_ptr<Store> Store::open(const std::string& stateDir, std::string& error) {
-    return open(stateDir, StoreOptions{}, error);
+    Outcome why = Outcome::ok();
+    auto store = open(stateDir, StoreOptions{}, why);
+    if (!store) error = why.error();
+    return store;
 }
 
-std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptions& options,
-                                   std::string& error, StoreProblem* problem) {
-    auto refuse = [&](StoreProblem kind, std::string message) -> std::unique_ptr<Store> {
-        error = std::move(message);
-        if (problem) *problem = kind;
+std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptions& options, Outcome& why) {
+    auto refuse = [&](Fault fault, std::string message) -> std::unique_ptr<Store> {
+        why = Outcome::failure(std::move(message), fault);
         return nullptr;
     };
-    if (problem) *problem = StoreProblem::None;
+    why = Outcome::ok();
     std::error_code ec;
     if (!fs::is_directory(stateDir, ec)) {
         if (fs::create_directories(stateDir, ec))
             fs::permissions(stateDir, fs::perms::owner_all, fs::perm_options::replace, ec);
         if (ec)
-            return refuse(StoreProblem::Passing,
+            return refuse(Fault::Passing,
                           "state store: cannot create state directory " + stateDir + ": " + ec.message());
         // The new directory's own name, like state.db's below, must survive a power loss.
         if (auto outcome = syncDirectory(fs::absolute(stateDir, ec).parent_path().string()); !outcome)
-            return refuse(StoreProblem::Passing, "state store: " + outcome.error());
+            return refuse(Fault::Passing, "state store: " + outcome.error());
     }
     // Said plainly here: SQLite would only report that it is "unable to open database file".
     if (::access(stateDir.c_str(), W_OK) != 0) {
         if (errno == EROFS)
-            return refuse(StoreProblem::Passing,
+            return refuse(Fault::Passing,
                           "state store: state directory " + stateDir +
                               " is on a read-only file system; devlet records there which pod holds which "
                               "slot before it offers any");
-        return refuse(StoreProblem::Passing, "state store: cannot write to state directory " + stateDir +
-                                                 ": " + std::strerror(errno));
+        return refuse(Fault::Passing, "state store: cannot write to state directory " + stateDir + ": " +
+                                          std::strerror(errno));
     }
     const std::string path = (fs::path(stateDir) / "state.db").string();
 
@@ -528,21 +529,19 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0) {
         if (errno != ENOENT)
-            return refuse(StoreProblem::Passing,
-                          "state store: cannot read " + path + ": " + std::strerror(errno));
+            return refuse(Fault::Passing, "state store: cannot read " + path + ": " + std::strerror(errno));
         if (std::string walError; !keepOrphanWal(path, walError))
-            return refuse(StoreProblem::Passing, "state store: " + walError);
+            return refuse(Fault::Passing, "state store: " + walError);
         int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0 && errno != EEXIST)
-            return refuse(StoreProblem::Passing,
-                          "state store: cannot create " + path + ": " + std::strerror(errno));
+            return refuse(Fault::Passing, "state store: cannot create " + path + ": " + std::strerror(errno));
         if (fd >= 0) {
             ::close(fd);
             // SQLite fsyncs the directory for a WAL it creates, never for the database
             // file: without this a power loss could take state.db's name away while
             // its WAL, holding every slot, stays.
             if (auto outcome = syncDirectory(stateDir); !outcome)
-                return refuse(StoreProblem::Passing, "state store: " + outcome.error());
+                return refuse(Fault::Passing, "state store: " + outcome.error());
         }
     }
 
@@ -551,14 +550,13 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
         case Verdict::Usable:
             break;
         case Verdict::TooNew:
-            return refuse(StoreProblem::Lasting, "state store: " + path + " " + inspection.reason);
+            return refuse(Fault::Lasting, "state store: " + path + " " + inspection.reason);
         case Verdict::Unreadable:
-            return refuse(StoreProblem::Passing,
-                          "state store: refusing to use " + path + ": " + inspection.reason);
+            return refuse(Fault::Passing, "state store: refusing to use " + path + ": " + inspection.reason);
         case Verdict::Unusable: {
             std::string copyError;
             std::string copy = keepCopy(path, copyError);
-            return refuse(StoreProblem::Lasting,
+            return refuse(Fault::Lasting,
                           "state store: refusing to use " + path + ": " + inspection.reason + "; " +
                               (copy.empty() ? copyError : "a copy is kept at " + copy) +
                               ". Move the file away to start with an empty state (held slots are then "
@@ -572,19 +570,19 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
     int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
     DatabaseHandle db(raw);
     if (rc != SQLITE_OK)
-        return refuse(StoreProblem::Passing, "state store: opening " + path + " failed: " +
-                                                 (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+        return refuse(Fault::Passing, "state store: opening " + path +
+                                          " failed: " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
     sqlite3_extended_result_codes(db.get(), 1);
     sqlite3_busy_timeout(db.get(), options.busyTimeoutMs);
 
     std::int64_t unused = 0;
     std::string journalMode;
     if (querySingle(db.get(), "PRAGMA journal_mode = WAL", unused, &journalMode) != SQLITE_OK)
-        return refuse(StoreProblem::Passing, failure(db.get(), "switching " + path + " to WAL").error());
+        return refuse(Fault::Passing, failure(db.get(), "switching " + path + " to WAL").error());
     if (journalMode != "wal")
-        return refuse(StoreProblem::Lasting, "state store: switching " + path +
-                                                 " to WAL failed: journal mode stays " + journalMode +
-                                                 " (does the file system support shared memory?)");
+        return refuse(Fault::Lasting, "state store: switching " + path +
+                                          " to WAL failed: journal mode stays " + journalMode +
+                                          " (does the file system support shared memory?)");
     // FULL: a commit fsyncs the WAL before it returns, so a slot is on the disk before
     // Allocate answers. After a reboot the kubelet restores its allocations from its own
     // checkpoint without calling Allocate again, so a hold lost with the last unsynced
@@ -592,13 +590,12 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
     // the directory on the first sync of a WAL file it created. Writes that no slot
     // depends on switch to NORMAL (syncEachCommit).
     if (sqlite3_exec(db.get(), "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr) != SQLITE_OK)
-        return refuse(StoreProblem::Passing, failure(db.get(), "setting synchronous mode").error());
+        return refuse(Fault::Passing, failure(db.get(), "setting synchronous mode").error());
     // The state of a node with a thousand devices is a few hundred KiB; SQLite's default
     // page cache (2 MiB) would only hold more of the same in the daemon's memory.
     if (sqlite3_exec(db.get(), "PRAGMA cache_size = -256", nullptr, nullptr, nullptr) != SQLITE_OK)
-        return refuse(StoreProblem::Passing, failure(db.get(), "setting the page cache size").error());
-    if (auto outcome = migrate(db.get(), path); !outcome)
-        return refuse(StoreProblem::Passing, outcome.error());
+        return refuse(Fault::Passing, failure(db.get(), "setting the page cache size").error());
+    if (auto outcome = migrate(db.get(), path); !outcome) return refuse(Fault::Passing, outcome.error());
     return std::unique_ptr<Store>(new Store(db.release()));
 }
 

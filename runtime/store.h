@@ -51,11 +51,6 @@ struct StoredEvent {
     std::string message;
 };
 
-// Why a state database could not be opened. A lasting problem (not a devlet database,
-// corrupt, written by a newer devlet) needs a person; a passing one (a read-only or full
-// file system, a lock another process holds, permissions) may clear by itself.
-enum class StoreProblem { None, Lasting, Passing };
-
 struct StoreOptions {
     // How long a write waits for a lock another process holds (an operator's sqlite3
     // shell); this store is the only writer otherwise, so it never waits.
@@ -70,10 +65,13 @@ public:
     // state.db.corrupt-<unix-seconds>. A WAL file left without its database (state.db
     // moved away, its -wal not) holds that database's last transactions: it is kept
     // aside as state.db-wal.orphan-<unix-seconds>, where SQLite would delete it.
-    // On failure `problem` (when given) says whether trying again later can help.
+    // On failure `why` says what and whether trying again later can help: a lasting fault
+    // (not a devlet database, corrupt, written by a newer devlet) needs a person; a passing
+    // one (a read-only or full file system, a lock another process holds, permissions) may
+    // clear by itself.
     static std::unique_ptr<Store> open(const std::string& stateDir, std::string& error);
     static std::unique_ptr<Store> open(const std::string& stateDir, const StoreOptions& options,
-                                       std::string& error, StoreProblem* problem = nullptr);
+                                       Outcome& why);
     ~Store();
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;

@@ -143,9 +143,9 @@ protected:
     }
 
     std::unique_ptr<Store> openStore(StoreOptions options = {}) {
-        std::string error;
-        auto store = Store::open(stateDir().string(), options, error);
-        EXPECT_NE(store, nullptr) << error;
+        Outcome why = Outcome::ok();
+        auto store = Store::open(stateDir().string(), options, why);
+        EXPECT_NE(store, nullptr) << why.error();
         return store;
     }
 

@@ -107,9 +107,9 @@ protected:
     }
 
     std::unique_ptr<Store> openStore(StoreOptions options = {}) {
-        std::string error;
-        auto store = Store::open(stateDir_.string(), options, error);
-        EXPECT_NE(store, nullptr) << error;
+        Outcome why = Outcome::ok();
+        auto store = Store::open(stateDir_.string(), options, why);
+        EXPECT_NE(store, nullptr) << why.error();
         return store;
     }
 
@@ -166,7 +166,7 @@ TEST_F(StoreTest, RestrictsLooseModeOfExistingDatabase) {
 
 TEST_F(StoreTest, SlotsSurviveCloseAndReopen) {
     std::vector<Slot> held = {slot("cams-4294ea", 0, "akri.sh/cams"),
-                                    slot("cams-4294ea", 1, "akri.sh/cams-4294ea")};
+                              slot("cams-4294ea", 1, "akri.sh/cams-4294ea")};
     held[1].pod = "viewer-1";
     held[1].podNamespace = "video";
     {
@@ -402,20 +402,20 @@ TEST_F(StoreTest, TablesThatDoNotMatchTheSchemaVersionAreRefusedAndCopiedAside) 
     runSql(dbPath_, "ALTER TABLE slots DROP COLUMN pod_namespace;");
     const std::string before = readFile(dbPath_);
 
-    std::string error;
-    StoreProblem problem = StoreProblem::None;
-    EXPECT_EQ(Store::open(stateDir_.string(), {}, error, &problem), nullptr);
-    EXPECT_NE(error.find("its tables do not match devlet's schema version " +
-                         std::to_string(Store::kSchemaVersion) + " (no such column: pod_namespace)"),
+    Outcome why = Outcome::ok();
+    EXPECT_EQ(Store::open(stateDir_.string(), {}, why), nullptr);
+    EXPECT_NE(why.error().find("its tables do not match devlet's schema version " +
+                               std::to_string(Store::kSchemaVersion) + " (no such column: pod_namespace)"),
               std::string::npos)
-        << error;
-    EXPECT_EQ(problem, StoreProblem::Lasting);
+        << why.error();
+    EXPECT_EQ(why.fault(), Fault::Lasting);
     EXPECT_EQ(readFile(dbPath_), before);
     EXPECT_EQ(corruptCopies().size(), 1u);
 
     fs::remove_all(stateDir_);
     openStore().reset();
     runSql(dbPath_, "DROP TABLE events;");
+    std::string error;
     EXPECT_EQ(Store::open(stateDir_.string(), error), nullptr);
     EXPECT_NE(error.find("(no such table: events)"), std::string::npos) << error;
 }
@@ -423,10 +423,9 @@ TEST_F(StoreTest, TablesThatDoNotMatchTheSchemaVersionAreRefusedAndCopiedAside) 
 TEST_F(StoreTest, RefusalSaysWhetherTryingAgainCanHelp) {
     fs::create_directories(stateDir_);
     writeFile(dbPath_, "not a database");
-    std::string error;
-    StoreProblem problem = StoreProblem::None;
-    EXPECT_EQ(Store::open(stateDir_.string(), {}, error, &problem), nullptr);
-    EXPECT_EQ(problem, StoreProblem::Lasting) << error;
+    Outcome why = Outcome::ok();
+    EXPECT_EQ(Store::open(stateDir_.string(), {}, why), nullptr);
+    EXPECT_EQ(why.fault(), Fault::Lasting) << why.error();
     fs::remove(dbPath_);
 
     // A lock another process holds goes away again.
@@ -434,13 +433,13 @@ TEST_F(StoreTest, RefusalSaysWhetherTryingAgainCanHelp) {
     sqlite3* other = nullptr;
     ASSERT_EQ(sqlite3_open(dbPath_.c_str(), &other), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
-    EXPECT_EQ(Store::open(stateDir_.string(), {.busyTimeoutMs = 50}, error, &problem), nullptr);
-    EXPECT_EQ(problem, StoreProblem::Passing) << error;
-    EXPECT_NE(error.find("locked"), std::string::npos) << error;
+    EXPECT_EQ(Store::open(stateDir_.string(), {.busyTimeoutMs = 50}, why), nullptr);
+    EXPECT_EQ(why.fault(), Fault::Passing) << why.error();
+    EXPECT_NE(why.error().find("locked"), std::string::npos) << why.error();
     sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
     sqlite3_close(other);
-    EXPECT_NE(Store::open(stateDir_.string(), {}, error, &problem), nullptr) << error;
-    EXPECT_EQ(problem, StoreProblem::None);
+    EXPECT_NE(Store::open(stateDir_.string(), {}, why), nullptr) << why.error();
+    EXPECT_TRUE(why);
 }
 
 // state.db moved away, its -wal left behind: it holds the moved database's last
@@ -542,7 +541,7 @@ TEST_F(StoreTest, FailedWriteRollsBackAndStoreWorksAgainAfterwards) {
     store = openStore();
     ASSERT_NE(store, nullptr);
     EXPECT_EQ(store->slots(), (std::vector<Slot>{slot("cams-4294ea", 0, "akri.sh/cams"),
-                                                       slot("cams-8120fe", 0, "akri.sh/cams")}));
+                                                 slot("cams-8120fe", 0, "akri.sh/cams")}));
 }
 
 // Allocate and a release each write one transaction; many in a row leave exactly the last
