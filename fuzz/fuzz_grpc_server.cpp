@@ -27,13 +27,13 @@
 #include <sys/socket.h>
 
 #include "deviceplugin/v1beta1/api.pb.h"
-#include "plugin/grpc_connection.h"
+#include "grpc/grpc_connection.h"
 
 namespace {
 
 namespace asio = boost::asio;
 using asio::local::stream_protocol;
-using namespace devlet::plugin;
+using namespace devlet::rpc;
 
 constexpr std::string_view kService = "/v1beta1.DevicePlugin/";
 

@@ -13,13 +13,14 @@
 #include <variant>
 #include <vector>
 
-#include "plugin/grpc_wire.h"
+#include "grpc/grpc_wire.h"
 #include "plugin/pod_resources_client.h"
 #include "podresources/v1/api.pb.h"
 
 namespace {
 
 using namespace devlet::plugin;
+using namespace devlet::rpc;
 using Row = std::tuple<std::string, std::string, std::string, std::string>;
 
 [[noreturn]] void broken(const std::string& what) {

@@ -16,7 +16,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "deviceplugin/v1beta1/api.pb.h"
-#include "plugin/grpc_wire.h"
+#include "grpc/grpc_wire.h"
 #include "podresources/v1/api.pb.h"
 #include "probes/onvif/soap_wire.h"
 
@@ -143,7 +143,7 @@ std::string conversation(const std::vector<Request>& requests,
 }
 
 std::string framed(const std::string& message) {
-    return *devlet::plugin::frameMessage(message);
+    return *devlet::rpc::frameMessage(message);
 }
 
 std::string allocate(const std::vector<std::vector<std::string>> containers) {

@@ -90,8 +90,8 @@ void DevicePluginServer::accept() {
             server.accept();
             return;
         }
-        GrpcConnection::Service& service = server;
-        auto connection = std::make_shared<GrpcConnection>(std::move(socket), service);
+        rpc::GrpcConnection::Service& service = server;
+        auto connection = std::make_shared<rpc::GrpcConnection>(std::move(socket), service);
         server.connections_.push_back(connection);
         connection->start();
         server.accept();
@@ -111,7 +111,7 @@ void DevicePluginServer::stop() {
     ::unlink(socketPath_.c_str());
 }
 
-void DevicePluginServer::publish(GrpcFrame list) {
+void DevicePluginServer::publish(rpc::GrpcFrame list) {
     latest_ = std::move(list);
     for (const Watch& watch : watches_) watch.connection->sendLatest(watch.stream, latest_);
     dropClosedConnections();
@@ -121,15 +121,15 @@ void DevicePluginServer::dropClosedConnections() {
     std::erase_if(connections_, [](const auto& connection) { return connection->closed(); });
 }
 
-void DevicePluginServer::onCall(GrpcConnection& connection, std::int32_t stream, std::string_view method,
+void DevicePluginServer::onCall(rpc::GrpcConnection& connection, std::int32_t stream, std::string_view method,
                                 std::string_view request) {
     if (!acceptor_) {
-        connection.fail(stream, {GrpcCode::Unavailable, "device plugin is stopping"});
+        connection.fail(stream, {rpc::GrpcCode::Unavailable, "device plugin is stopping"});
         return;
     }
     const std::string_view name =
         method.substr(0, kService.size()) == kService ? method.substr(kService.size()) : std::string_view();
-    GrpcStatus status;
+    rpc::GrpcStatus status;
     std::string response;
     try {
         if (name == "ListAndWatch") {
@@ -150,21 +150,21 @@ void DevicePluginServer::onCall(GrpcConnection& connection, std::int32_t stream,
         } else if (name == "PreStartContainer") {
             response.clear();  // PreStartContainerResponse has no fields
         } else {
-            status = {GrpcCode::Unimplemented, "unknown method " + std::string(method)};
+            status = {rpc::GrpcCode::Unimplemented, "unknown method " + std::string(method)};
         }
     } catch (const std::exception& e) {
-        status = {GrpcCode::Internal, e.what()};
+        status = {rpc::GrpcCode::Internal, e.what()};
     }
-    if (status.code == GrpcCode::Ok) {
+    if (status.code == rpc::GrpcCode::Ok) {
         connection.reply(stream, response);
     } else {
         connection.fail(stream, status);
     }
 }
 
-GrpcStatus DevicePluginServer::allocate(std::string_view request, std::string& response) {
+rpc::GrpcStatus DevicePluginServer::allocate(std::string_view request, std::string& response) {
     v1beta1::AllocateRequest in;
-    if (!parse(request, in)) return {GrpcCode::InvalidArgument, "malformed AllocateRequest"};
+    if (!parse(request, in)) return {rpc::GrpcCode::InvalidArgument, "malformed AllocateRequest"};
     // The kubelet sends one container per call, but the API allows several: they are one
     // decision, all granted or none.
     std::vector<std::vector<std::string>> containers;
@@ -173,7 +173,7 @@ GrpcStatus DevicePluginServer::allocate(std::string_view request, std::string& r
     auto result = inventory_.allocateContainers(resource_, containers);
     if (auto* refused = std::get_if<AllocationRefused>(&result)) {
         log.warning() << "Allocate " << resource_ << " refused: " << refused->message;
-        return {GrpcCode::FailedPrecondition, refused->message};
+        return {rpc::GrpcCode::FailedPrecondition, refused->message};
     }
     v1beta1::AllocateResponse out;
     for (const ContainerGrant& grant : std::get<std::vector<ContainerGrant>>(result))
@@ -182,9 +182,10 @@ GrpcStatus DevicePluginServer::allocate(std::string_view request, std::string& r
     return {};
 }
 
-GrpcStatus DevicePluginServer::preferredAllocation(std::string_view request, std::string& response) const {
+rpc::GrpcStatus DevicePluginServer::preferredAllocation(std::string_view request,
+                                                        std::string& response) const {
     v1beta1::PreferredAllocationRequest in;
-    if (!parse(request, in)) return {GrpcCode::InvalidArgument, "malformed PreferredAllocationRequest"};
+    if (!parse(request, in)) return {rpc::GrpcCode::InvalidArgument, "malformed PreferredAllocationRequest"};
     v1beta1::PreferredAllocationResponse out;
     for (const auto& container : in.container_requests()) {
         std::vector<std::string> available(container.available_deviceids().begin(),
@@ -200,12 +201,12 @@ GrpcStatus DevicePluginServer::preferredAllocation(std::string_view request, std
     return {};
 }
 
-void DevicePluginServer::onStreamClosed(GrpcConnection& connection, std::int32_t stream) {
+void DevicePluginServer::onStreamClosed(rpc::GrpcConnection& connection, std::int32_t stream) {
     std::erase_if(watches_,
                   [&](const Watch& w) { return w.connection == &connection && w.stream == stream; });
 }
 
-void DevicePluginServer::onDisconnected(GrpcConnection& connection) {
+void DevicePluginServer::onDisconnected(rpc::GrpcConnection& connection) {
     std::erase_if(watches_, [&](const Watch& w) { return w.connection == &connection; });
 }
 

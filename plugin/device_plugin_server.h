@@ -11,7 +11,7 @@
 
 #include <boost/asio/local/stream_protocol.hpp>
 
-#include "plugin/grpc_connection.h"
+#include "grpc/grpc_connection.h"
 #include "runtime/inventory.h"
 #include "runtime/outcome.h"
 
@@ -21,7 +21,7 @@ class io_context;
 
 namespace devlet::plugin {
 
-class DevicePluginServer : private GrpcConnection::Service {
+class DevicePluginServer : private rpc::GrpcConnection::Service {
 public:
     DevicePluginServer(std::string resource, bool preferredAllocation, boost::asio::io_context& loop,
                        Inventory& inventory);
@@ -35,24 +35,24 @@ public:
     void stop();
     // Sends the full device list (a framed ListAndWatchResponse) to every ListAndWatch
     // stream now and to later ones.
-    void publish(GrpcFrame list);
+    void publish(rpc::GrpcFrame list);
 
     const std::string& socketPath() const { return socketPath_; }
     const std::string& resource() const { return resource_; }
 
 private:
     struct Watch {
-        GrpcConnection* connection;
+        rpc::GrpcConnection* connection;
         std::int32_t stream;
     };
 
     void accept();
-    void onCall(GrpcConnection& connection, std::int32_t stream, std::string_view method,
+    void onCall(rpc::GrpcConnection& connection, std::int32_t stream, std::string_view method,
                 std::string_view request) override;
-    void onStreamClosed(GrpcConnection& connection, std::int32_t stream) override;
-    void onDisconnected(GrpcConnection& connection) override;
-    GrpcStatus allocate(std::string_view request, std::string& response);
-    GrpcStatus preferredAllocation(std::string_view request, std::string& response) const;
+    void onStreamClosed(rpc::GrpcConnection& connection, std::int32_t stream) override;
+    void onDisconnected(rpc::GrpcConnection& connection) override;
+    rpc::GrpcStatus allocate(std::string_view request, std::string& response);
+    rpc::GrpcStatus preferredAllocation(std::string_view request, std::string& response) const;
     void dropClosedConnections();
 
     std::string resource_;
@@ -60,9 +60,9 @@ private:
     boost::asio::io_context& loop_;
     Inventory& inventory_;
     std::string socketPath_;
-    GrpcFrame latest_;
+    rpc::GrpcFrame latest_;
     std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
-    std::vector<std::shared_ptr<GrpcConnection>> connections_;  // the kubelet's, usually one
+    std::vector<std::shared_ptr<rpc::GrpcConnection>> connections_;  // the kubelet's, usually one
     std::vector<Watch> watches_;
     // Accept handlers that complete after the server is gone find this expired.
     std::shared_ptr<DevicePluginServer*> self_ = std::make_shared<DevicePluginServer*>(this);

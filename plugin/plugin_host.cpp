@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "deviceplugin/v1beta1/api.pb.h"
+#include "grpc/grpc_channel.h"
 #include "plugin/device_list_encoder.h"
 #include "plugin/device_plugin_server.h"
-#include "plugin/grpc_channel.h"
 #include "runtime/log.h"
 
 namespace devlet::plugin {
@@ -149,7 +149,7 @@ void PluginHost::kubeletAppeared() {
     ++kubeletEpoch_;
     inFlight_ = 0;
     queued_.clear();
-    kubelet_ = std::make_unique<GrpcChannel>(loop_, kubeletSocket());
+    kubelet_ = std::make_unique<rpc::GrpcChannel>(loop_, kubeletSocket());
     log.info() << "kubelet at " << kubeletSocket() << "; registering " << plugins_.size()
                << " device plugin(s)";
     for (auto& [resource, plugin] : plugins_) registerPlugin(resource, plugin);
@@ -218,8 +218,8 @@ void PluginHost::registerPlugin(const std::string& resource, Plugin& plugin) {
     // socket rides out the moment between the kubelet's bind() and listen().
     kubelet_->call("/v1beta1.Registration/Register", request.SerializeAsString(),
                    {.timeout = std::chrono::seconds(15), .waitForReady = true},
-                   [this, attempt, epoch = kubeletEpoch_, resource, alive = alive_](const GrpcStatus& status,
-                                                                                    const std::string&) {
+                   [this, attempt, epoch = kubeletEpoch_, resource, alive = alive_](
+                       const rpc::GrpcStatus& status, const std::string&) {
                        if (!*alive) return;
                        if (epoch == kubeletEpoch_ && inFlight_ > 0) --inFlight_;
                        onRegistered(resource, attempt, status.ok(), status.message);
@@ -290,8 +290,9 @@ void PluginHost::resourceChanged(ResourceState state) {
     // hold one copy of their lists, and the same list again (a change elsewhere in the
     // configuration) is not sent.
     bool changed = false;
-    if (auto encoded = encodeDeviceList(state.devices, kGrpcPrefix); acceptList(state, plugin, encoded)) {
-        GrpcFrame list = frameInPlace(std::move(*encoded));
+    if (auto encoded = encodeDeviceList(state.devices, rpc::kGrpcPrefix);
+        acceptList(state, plugin, encoded)) {
+        rpc::GrpcFrame list = rpc::frameInPlace(std::move(*encoded));
         changed = added || !plugin.list || *plugin.list != *list;
         if (changed) plugin.list = std::move(list);
     }
@@ -311,12 +312,12 @@ bool PluginHost::acceptList(const ResourceState& state, Plugin& plugin,
     if (!encoded) {
         problem = "its device list of " + std::to_string(state.devices.size()) +
                   " device(s) could not be encoded; the kubelet keeps the list it had, if any";
-    } else if (const std::size_t size = encoded->size() - kGrpcPrefix; size > kMaxGrpcMessage) {
+    } else if (const std::size_t size = encoded->size() - rpc::kGrpcPrefix; size > rpc::kMaxGrpcMessage) {
         char mib[32];
         std::snprintf(mib, sizeof mib, "%.1f", static_cast<double>(size) / (1024.0 * 1024.0));
         problem = "its device list of " + std::to_string(state.devices.size()) + " device(s) is " +
                   std::to_string(size) + " bytes (" + mib + " MiB), more than the 4 MiB (" +
-                  std::to_string(kMaxGrpcMessage) +
+                  std::to_string(rpc::kMaxGrpcMessage) +
                   " bytes) the kubelet accepts in one message, so it is not sent and the kubelet keeps "
                   "the list it had, if any; lower the configuration's capacity or split its devices "
                   "over several configurations";
@@ -340,11 +341,11 @@ bool PluginHost::slotsChanged(const ResourceState& changes) {
     // A refused list is not what the kubelet has: only the full list can say what changed.
     if (it == plugins_.end() || !it->second.list || !it->second.problem.empty()) return false;
     Plugin& plugin = it->second;
-    const std::string_view sent = std::string_view(*plugin.list).substr(kGrpcPrefix);
-    auto patched = patchDeviceList(sent, changes.devices, kGrpcPrefix);
+    const std::string_view sent = std::string_view(*plugin.list).substr(rpc::kGrpcPrefix);
+    auto patched = patchDeviceList(sent, changes.devices, rpc::kGrpcPrefix);
     // One that grew too large goes through resourceChanged, which refuses it and says why.
-    if (!patched || patched->size() - kGrpcPrefix > kMaxGrpcMessage) return false;
-    GrpcFrame list = frameInPlace(std::move(*patched));
+    if (!patched || patched->size() - rpc::kGrpcPrefix > rpc::kMaxGrpcMessage) return false;
+    rpc::GrpcFrame list = rpc::frameInPlace(std::move(*patched));
     if (*list == *plugin.list) return true;
     plugin.list = std::move(list);
     if (plugin.server) plugin.server->publish(plugin.list);

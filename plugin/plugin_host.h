@@ -15,14 +15,17 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include "plugin/grpc_wire.h"
+#include "grpc/grpc_wire.h"
 #include "runtime/file_watch.h"
 #include "runtime/inventory.h"
+
+namespace devlet::rpc {
+class GrpcChannel;
+}
 
 namespace devlet::plugin {
 
 class DevicePluginServer;
-class GrpcChannel;
 
 class PluginHost : public InventoryObserver {
 public:
@@ -67,7 +70,7 @@ public:
 
 private:
     struct Plugin {
-        GrpcFrame list;       // the latest device list that may go to the kubelet, framed for the wire
+        rpc::GrpcFrame list;  // the latest device list that may go to the kubelet, framed for the wire
         std::string problem;  // why a later list was refused; empty when `list` is the latest
         std::unique_ptr<DevicePluginServer> server;
         enum class Registration { None, Queued, Pending, Done } registration = Registration::None;
@@ -97,7 +100,7 @@ private:
     FileWatch& watch_;
     std::string dir_;
     Inventory* inventory_ = nullptr;
-    std::unique_ptr<GrpcChannel> kubelet_;  // Registration, on kubelet.sock
+    std::unique_ptr<rpc::GrpcChannel> kubelet_;  // Registration, on kubelet.sock
     bool kubeletPresent_ = false;
     // (st_dev, st_ino) of the kubelet.sock registered with: a new one means a new kubelet.
     std::optional<std::pair<std::uint64_t, std::uint64_t>> kubeletSocketIdentity_;

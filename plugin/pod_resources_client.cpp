@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <limits>
 
-#include "plugin/grpc_channel.h"
+#include "grpc/grpc_channel.h"
 #include "podresources/v1/api.pb.h"
 
 namespace devlet::plugin {
@@ -63,12 +63,12 @@ void PodResourcesClient::poll() {
         onError_("no PodResources API at " + socketPath_);
         return;
     }
-    if (!channel_) channel_ = std::make_unique<GrpcChannel>(loop_, socketPath_);
+    if (!channel_) channel_ = std::make_unique<rpc::GrpcChannel>(loop_, socketPath_);
     inFlight_ = true;
     channel_->call(
         "/v1.PodResourcesLister/List", v1::ListPodResourcesRequest().SerializeAsString(),
         {.timeout = std::chrono::seconds(3)},
-        [this, alive = alive_](const GrpcStatus& status, const std::string& bytes) {
+        [this, alive = alive_](const rpc::GrpcStatus& status, const std::string& bytes) {
             if (!*alive) return;
             inFlight_ = false;
             if (!status.ok()) {

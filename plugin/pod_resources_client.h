@@ -14,9 +14,11 @@
 
 #include "runtime/inventory.h"
 
-namespace devlet::plugin {
-
+namespace devlet::rpc {
 class GrpcChannel;
+}
+
+namespace devlet::plugin {
 
 // The devices a serialized ListPodResourcesResponse reports held, appended to `held`;
 // false if the bytes are not such a message (protobuf's lite parser decides).
@@ -45,7 +47,7 @@ private:
     ListHandler onList_;
     ErrorHandler onError_;
     boost::asio::steady_timer timer_;
-    std::unique_ptr<GrpcChannel> channel_;
+    std::unique_ptr<rpc::GrpcChannel> channel_;
     bool inFlight_ = false;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

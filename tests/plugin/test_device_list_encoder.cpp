@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "deviceplugin/v1beta1/api.pb.h"
+#include "grpc/grpc_wire.h"
 #include "plugin/device_list_encoder.h"
-#include "plugin/grpc_wire.h"
 
 namespace devlet::plugin {
 namespace {
@@ -66,10 +66,11 @@ TEST(DeviceListEncoder, ConfigurationLevelListRoundTrips) {
 
 TEST(DeviceListEncoder, FramedInPlaceAsGrpcFramesACopy) {
     const std::vector<DeviceState> devices = slots(3, 2);
-    const std::string withRoom = *encodeDeviceList(devices, kGrpcPrefix);
-    EXPECT_EQ(withRoom.substr(0, kGrpcPrefix), std::string(kGrpcPrefix, '\0'));
-    EXPECT_EQ(*frameInPlace(withRoom), *frameMessage(*encodeDeviceList(devices)));
-    EXPECT_EQ(*frameInPlace(*encodeDeviceList({}, kGrpcPrefix)), std::string(kGrpcPrefix, '\0'));
+    const std::string withRoom = *encodeDeviceList(devices, rpc::kGrpcPrefix);
+    EXPECT_EQ(withRoom.substr(0, rpc::kGrpcPrefix), std::string(rpc::kGrpcPrefix, '\0'));
+    EXPECT_EQ(*rpc::frameInPlace(withRoom), *rpc::frameMessage(*encodeDeviceList(devices)));
+    EXPECT_EQ(*rpc::frameInPlace(*encodeDeviceList({}, rpc::kGrpcPrefix)),
+              std::string(rpc::kGrpcPrefix, '\0'));
 }
 
 TEST(DeviceListEncoder, PatchedListIsTheChangedListEncoded) {
@@ -80,14 +81,14 @@ TEST(DeviceListEncoder, PatchedListIsTheChangedListEncoded) {
     std::vector<DeviceState> changes = {devices[0], devices[9], devices[3999], devices[1234]};
     for (DeviceState& change : changes) change.healthy = !change.healthy;
     changes[1].numaNode = 0;
-    auto patched = patchDeviceList(list, changes, kGrpcPrefix);
+    auto patched = patchDeviceList(list, changes, rpc::kGrpcPrefix);
     ASSERT_TRUE(patched);
     for (const DeviceState& change : changes) {
         for (DeviceState& device : devices) {
             if (device.id == change.id) device = change;
         }
     }
-    EXPECT_EQ(*patched, *encodeDeviceList(devices, kGrpcPrefix));
+    EXPECT_EQ(*patched, *encodeDeviceList(devices, rpc::kGrpcPrefix));
 
     auto unchanged = patchDeviceList(list, {}, 0);
     ASSERT_TRUE(unchanged);

@@ -73,7 +73,7 @@ protected:
     // What PluginHost does when the inventory reports a change (called on the loop, or
     // before it runs).
     void publish(const std::string& resource) {
-        server_->publish(frameMessage(*encodeDeviceList(lists_.latest.at(resource).devices)));
+        server_->publish(rpc::frameMessage(*encodeDeviceList(lists_.latest.at(resource).devices)));
     }
 
     test::TempDir dir_;

@@ -12,8 +12,8 @@
 #include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
+#include "grpc/grpc_wire.h"
 #include "plugin/device_list_encoder.h"
-#include "plugin/grpc_wire.h"
 #include "plugin/plugin_host.h"
 #include "runtime/file_watch.h"
 #include "runtime/inventory.h"
@@ -52,7 +52,7 @@ std::vector<DeviceState> longIds(std::size_t count, std::size_t length) {
 // Healthy devices whose ListAndWatchResponse is exactly the largest message the kubelet takes.
 std::vector<DeviceState> exactlyTheLimit() {
     std::vector<DeviceState> devices = longIds(4000, 1000);
-    const std::size_t rest = kMaxGrpcMessage - messageSize(devices);
+    const std::size_t rest = rpc::kMaxGrpcMessage - messageSize(devices);
     DeviceState last{"last-", true, std::nullopt};
     for (std::size_t length = rest; length > 0; --length) {
         last.id.resize(length, 'y');
@@ -123,7 +123,7 @@ TEST_F(PluginHostTest, ListOverFourMiBIsRefusedAndTheKubeletKeepsItsStream) {
 
     // 5,000 ids of 1,000 characters: about 5 MB.
     const std::vector<DeviceState> tooMany = longIds(5000, 1000);
-    ASSERT_GT(messageSize(tooMany), kMaxGrpcMessage);
+    ASSERT_GT(messageSize(tooMany), rpc::kMaxGrpcMessage);
     offer(tooMany);
     const std::string why = problem();
     EXPECT_NE(why.find(std::to_string(messageSize(tooMany)) + " bytes"), std::string::npos) << why;
@@ -159,7 +159,7 @@ TEST_F(PluginHostTest, FirstListOverFourMiBIsNotSent) {
 
 TEST_F(PluginHostTest, ListOfExactlyFourMiBIsSentAndOneThatOutgrowsItIsNot) {
     std::vector<DeviceState> devices = exactlyTheLimit();
-    ASSERT_EQ(messageSize(devices), kMaxGrpcMessage);
+    ASSERT_EQ(messageSize(devices), rpc::kMaxGrpcMessage);
     offer(devices);
     EXPECT_EQ(problem(), "");
 
@@ -169,7 +169,8 @@ TEST_F(PluginHostTest, ListOfExactlyFourMiBIsSentAndOneThatOutgrowsItIsNot) {
     EXPECT_FALSE(onLoop([&] { return host_->slotsChanged(taken); }));
     devices[7].healthy = false;
     offer(devices);
-    EXPECT_NE(problem().find(std::to_string(kMaxGrpcMessage + 2) + " bytes"), std::string::npos) << problem();
+    EXPECT_NE(problem().find(std::to_string(rpc::kMaxGrpcMessage + 2) + " bytes"), std::string::npos)
+        << problem();
 
     // While the latest list is refused, a change is not patched into the last one sent.
     ResourceState freed = resource({devices[7]});

@@ -17,11 +17,11 @@
 #include <unistd.h>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
-#include "plugin/grpc_connection.h"
+#include "grpc/grpc_connection.h"
 #include "tests/support/run_on_loop.h"
 #include "tests/support/temp_dir.h"
 
-namespace devlet::plugin {
+namespace devlet::rpc {
 namespace {
 
 using boost::asio::local::stream_protocol;
@@ -304,4 +304,4 @@ TEST(GrpcWire, FramePrefixIsUncompressedAndBigEndianLength) {
 }
 
 }  // namespace
-}  // namespace devlet::plugin
+}  // namespace devlet::rpc

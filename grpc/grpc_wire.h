@@ -1,5 +1,5 @@
 #pragma once
-// gRPC's framing on top of HTTP/2, as the kubelet's API uses it: length-prefixed
+// gRPC's framing on top of HTTP/2, as the kubelet's APIs use it: length-prefixed
 // protobuf messages, statuses in grpc-status and a percent-encoded grpc-message.
 // Pure functions; the connections in this folder use them on both sides.
 
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <variant>
 
-namespace devlet::plugin {
+namespace devlet::rpc {
 
 // gRPC status codes (the values are gRPC's).
 enum class GrpcCode : int {
@@ -53,4 +53,4 @@ std::string percentDecode(std::string_view text);
 // The status a grpc-status header carries ("0".."16"); Unknown for anything else.
 GrpcCode parseGrpcCode(std::string_view text);
 
-}  // namespace devlet::plugin
+}  // namespace devlet::rpc

@@ -1,4 +1,4 @@
-#include "plugin/http2_transport.h"
+#include "grpc/http2_transport.h"
 
 #include <array>
 #include <cstdint>
@@ -7,7 +7,7 @@
 
 #include "runtime/log.h"
 
-namespace devlet::plugin {
+namespace devlet::rpc {
 
 namespace {
 constexpr Log log{"kubelet"};
@@ -163,4 +163,4 @@ void Http2Transport::closeSocket() {
     onClosed();
 }
 
-}  // namespace devlet::plugin
+}  // namespace devlet::rpc

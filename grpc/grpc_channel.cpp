@@ -1,4 +1,4 @@
-#include "plugin/grpc_channel.h"
+#include "grpc/grpc_channel.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,10 +11,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <nghttp2/nghttp2.h>
 
-#include "plugin/http2_transport.h"
+#include "grpc/http2_transport.h"
 #include "runtime/log.h"
 
-namespace devlet::plugin {
+namespace devlet::rpc {
 
 namespace {
 constexpr Log log{"kubelet"};
@@ -375,4 +375,4 @@ void GrpcChannel::call(std::string method, std::string_view request, CallOptions
     }
 }
 
-}  // namespace devlet::plugin
+}  // namespace devlet::rpc

@@ -14,7 +14,7 @@ struct nghttp2_session;
 struct nghttp2_session_callbacks;
 struct nghttp2_option;
 
-namespace devlet::plugin {
+namespace devlet::rpc {
 
 class Http2Transport : public std::enable_shared_from_this<Http2Transport> {
 public:
@@ -52,4 +52,4 @@ private:
     bool closed_ = false;
 };
 
-}  // namespace devlet::plugin
+}  // namespace devlet::rpc

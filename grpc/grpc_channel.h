@@ -1,7 +1,7 @@
 #pragma once
-// A gRPC client for the kubelet's own sockets (Registration on kubelet.sock, the
+// A gRPC client for a unix socket (the kubelet's Registration on kubelet.sock and its
 // PodResources API): unary calls over one HTTP/2 connection (nghttp2) on the loop
-// thread, made when a call needs it and again after the kubelet hangs up. Replies run
+// thread, made when a call needs it and again after the server hangs up. Replies run
 // on the loop as work of their own, never inside a call to this class.
 
 #include <chrono>
@@ -9,13 +9,13 @@
 #include <memory>
 #include <string>
 
-#include "plugin/grpc_wire.h"
+#include "grpc/grpc_wire.h"
 
 namespace boost::asio {
 class io_context;
 }
 
-namespace devlet::plugin {
+namespace devlet::rpc {
 
 class GrpcChannel {
 public:
@@ -46,4 +46,4 @@ private:
     std::shared_ptr<State> state_;
 };
 
-}  // namespace devlet::plugin
+}  // namespace devlet::rpc

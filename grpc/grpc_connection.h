@@ -1,8 +1,9 @@
 #pragma once
-// One kubelet connection to a device plugin: the server side of gRPC over HTTP/2
-// (nghttp2) on a unix socket. Lives on the loop thread and answers there, so a
-// plugin needs no threads of its own; a thousand plugins, each with one connection
-// and one long-lived ListAndWatch stream, cost a few KiB each.
+// One client's connection to a gRPC server: the server side of gRPC over HTTP/2
+// (nghttp2) on a unix socket (the kubelet's connection to a device plugin). Lives on
+// the loop thread and answers there, so a server needs no threads of its own; a
+// thousand device plugins, each with one connection and one long-lived ListAndWatch
+// stream, cost a few KiB each.
 
 #include <cstdint>
 #include <map>
@@ -10,10 +11,10 @@
 #include <string>
 #include <string_view>
 
-#include "plugin/grpc_wire.h"
-#include "plugin/http2_transport.h"
+#include "grpc/grpc_wire.h"
+#include "grpc/http2_transport.h"
 
-namespace devlet::plugin {
+namespace devlet::rpc {
 
 class GrpcConnection : public Http2Transport {
 public:
@@ -77,4 +78,4 @@ private:
     std::map<std::int32_t, Stream> streams_;
 };
 
-}  // namespace devlet::plugin
+}  // namespace devlet::rpc

@@ -1,4 +1,4 @@
-#include "plugin/grpc_connection.h"
+#include "grpc/grpc_connection.h"
 
 #include <algorithm>
 #include <array>
@@ -8,7 +8,7 @@
 
 #include "runtime/log.h"
 
-namespace devlet::plugin {
+namespace devlet::rpc {
 
 namespace {
 constexpr Log log{"plugin"};
@@ -307,4 +307,4 @@ void GrpcConnection::onClosed() {
     if (service) service->onDisconnected(*this);
 }
 
-}  // namespace devlet::plugin
+}  // namespace devlet::rpc

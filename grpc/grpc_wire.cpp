@@ -1,8 +1,8 @@
-#include "plugin/grpc_wire.h"
+#include "grpc/grpc_wire.h"
 
 #include <charconv>
 
-namespace devlet::plugin {
+namespace devlet::rpc {
 
 GrpcFrame frameMessage(std::string_view message) {
     std::string buffer;
@@ -79,4 +79,4 @@ GrpcCode parseGrpcCode(std::string_view text) {
     return static_cast<GrpcCode>(value);
 }
 
-}  // namespace devlet::plugin
+}  // namespace devlet::rpc

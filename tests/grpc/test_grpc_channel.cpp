@@ -12,11 +12,11 @@
 #include <gtest/gtest.h>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
-#include "plugin/grpc_channel.h"
+#include "grpc/grpc_channel.h"
 #include "tests/support/run_on_loop.h"
 #include "tests/support/temp_dir.h"
 
-namespace devlet::plugin {
+namespace devlet::rpc {
 namespace {
 
 // A kubelet's Registration service: refuses resource names starting with "bad", waits
@@ -224,4 +224,4 @@ TEST(GrpcWire, StatusCodesOutsideGrpcsRangeAreUnknown) {
 }
 
 }  // namespace
-}  // namespace devlet::plugin
+}  // namespace devlet::rpc
