@@ -14,6 +14,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/probe_command.h"
+#include "daemon/status_command.h"
 #include "probes/echo/echo_handler.h"
 #include "probes/gpu/gpu_handler.h"
 #include "probes/gpu/gpu_probe_command.h"
@@ -23,7 +24,6 @@
 #include "runtime/discovery.h"
 #include "runtime/log.h"
 #include "runtime/settings.h"
-#include "status/status_command.h"
 
 namespace {
 
@@ -161,8 +161,7 @@ int main(int argc, char** argv) {
             std::cout << "devlet " << DEVLET_VERSION << "\n";
             return 0;
         }
-        if (command == "status" || command == "instances")
-            return devlet::status::statusCommand(command, args);
+        if (command == "status" || command == "instances") return devlet::statusCommand(command, args);
         if (command == "config") {
             if (args.empty() || args[0] != "check") return usageError("unknown config command");
             args.erase(args.begin());

@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "status/status_command.h"
+#include "status/status_client.h"
 
 namespace devlet::test {
 

@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "status/status_command.h"
+#include "status/status_client.h"
 
 namespace devlet::test {
 

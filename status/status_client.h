@@ -1,9 +1,8 @@
 #pragma once
-// `devlet status` and `devlet instances`: read the running daemon's status server
-// (the same /api/v1 the page uses) and print a table, or the JSON with --json.
+// The status server's client side: one GET to a running daemon, for `devlet status`
+// and `devlet instances` (daemon/) and for tests. Beast stays behind this header.
 
 #include <string>
-#include <vector>
 
 namespace devlet::status {
 
@@ -17,9 +16,5 @@ struct HttpAnswer {
 // host's loopback), with an optional bearer token; gives up after timeoutMs.
 HttpAnswer httpGet(const std::string& listen, const std::string& target, const std::string& token,
                    int timeoutMs = 5000);
-
-// command: "status" or "instances"; args after it. Returns the exit code
-// (0 done, 1 the daemon cannot be read, 2 usage).
-int statusCommand(const std::string& command, const std::vector<std::string>& args);
 
 }  // namespace devlet::status

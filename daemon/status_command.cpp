@@ -1,4 +1,4 @@
-#include "status/status_command.h"
+#include "daemon/status_command.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,23 +7,16 @@
 #include <optional>
 #include <sstream>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 
 #include "runtime/settings.h"
+#include "status/status_client.h"
 #include "status/status_server.h"
 
-namespace devlet::status {
+namespace devlet {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
 namespace json = boost::json;
-using tcp = asio::ip::tcp;
+using status::HttpAnswer;
 
 namespace {
 
@@ -209,57 +202,6 @@ std::string readToken(const std::string& file, bool required, std::string& error
 
 }  // namespace
 
-HttpAnswer httpGet(const std::string& listen, const std::string& target, const std::string& token,
-                   int timeoutMs) {
-    HttpAnswer answer;
-    std::string address;
-    unsigned short port = 0;
-    if (!splitListen(listen, address, port)) {
-        answer.error = "\"" + listen + "\" is not ADDRESS:PORT";
-        return answer;
-    }
-    if (address == "0.0.0.0") address = "127.0.0.1";
-    if (address == "::") address = "::1";
-    beast::error_code ec;
-    const asio::ip::address ip = asio::ip::make_address(address, ec);
-    if (ec) {
-        answer.error = "\"" + address + "\" is not an IP address";
-        return answer;
-    }
-    asio::io_context io;
-    beast::tcp_stream stream(io);
-    beast::flat_buffer buffer;
-    http::request<http::empty_body> request{http::verb::get, target, 11};
-    request.set(http::field::host, listen);
-    request.set(http::field::user_agent, "devlet");
-    if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(256 * 1024 * 1024);
-    stream.expires_after(std::chrono::milliseconds(timeoutMs));
-    stream.async_connect(tcp::endpoint(ip, port), [&](beast::error_code connected) {
-        if (connected) {
-            answer.error = connected.message();
-            return;
-        }
-        http::async_write(stream, request, [&](beast::error_code written, std::size_t) {
-            if (written) {
-                answer.error = written.message();
-                return;
-            }
-            http::async_read(stream, buffer, parser, [&](beast::error_code read, std::size_t) {
-                if (read) {
-                    answer.error = read.message();
-                    return;
-                }
-                answer.status = static_cast<int>(parser.get().result_int());
-                answer.body = std::move(parser.get().body());
-            });
-        });
-    });
-    io.run();
-    return answer;
-}
-
 int statusCommand(const std::string& command, const std::vector<std::string>& args) {
     bool asJson = false;
     std::optional<std::string> listen;
@@ -296,13 +238,14 @@ int statusCommand(const std::string& command, const std::vector<std::string>& ar
         listen = settings.settings.listen;
     }
     std::string error;
-    const std::string token = readToken(tokenFile.value_or(defaultTokenFile()), tokenFile.has_value(), error);
+    const std::string token =
+        readToken(tokenFile.value_or(status::defaultTokenFile()), tokenFile.has_value(), error);
     if (!error.empty()) {
         std::cerr << "devlet: " << error << "\n";
         return 1;
     }
     const std::string target = command == "instances" ? "/api/v1/instances" : "/api/v1/status";
-    const HttpAnswer answer = httpGet(*listen, target, token);
+    const HttpAnswer answer = status::httpGet(*listen, target, token);
     if (answer.status == 0) {
         std::cerr << "devlet: cannot read the status server at http://" << *listen << target << ": "
                   << answer.error << "; is devlet running (systemctl status devlet)?\n";
@@ -332,4 +275,4 @@ int statusCommand(const std::string& command, const std::vector<std::string>& ar
     return 0;
 }
 
-}  // namespace devlet::status
+}  // namespace devlet
