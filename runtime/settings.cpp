@@ -8,13 +8,12 @@
 #include <exception>
 #include <map>
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include "runtime/kubelet_layout.h"
+#include "runtime/listen_address.h"
 #include "runtime/log.h"
 #include "runtime/naming.h"
 #include "runtime/strict_yaml.h"
@@ -187,39 +186,9 @@ void applyOverride(const std::optional<std::string>& flag, const std::string& wh
 }  // namespace
 
 std::string listenProblem(std::string_view listen) {
-    const std::string example = " (e.g. 127.0.0.1:9797 or [::1]:9797)";
-    if (listen.empty()) return "is empty; it must be ADDRESS:PORT" + example;
-    std::string address;
-    std::string_view port;
-    bool v6 = listen.front() == '[';
-    if (v6) {
-        std::size_t close = listen.find(']');
-        if (close == std::string_view::npos) return "has '[' without ']'" + example;
-        address = std::string(listen.substr(1, close - 1));
-        std::string_view rest = listen.substr(close + 1);
-        if (rest.empty() || rest.front() != ':') return "must be ADDRESS:PORT" + example;
-        port = rest.substr(1);
-    } else {
-        std::size_t colon = listen.rfind(':');
-        if (colon == std::string_view::npos) return "must be ADDRESS:PORT" + example;
-        address = std::string(listen.substr(0, colon));
-        port = listen.substr(colon + 1);
-        if (address.find(':') != std::string::npos) return "has an IPv6 address without brackets" + example;
-    }
-    if (address.empty()) return "has no address (0.0.0.0:PORT listens on every address)";
-    if (port.empty() || port.size() > 5 ||
-        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return "must end in a port number from 0 to 65535";
-    }
-    // Port 0 picks a free port (devlet logs the one it got): for tests and second instances.
-    int portNumber = std::stoi(std::string(port));
-    if (portNumber > 65535) return "must end in a port number from 0 to 65535";
-    unsigned char buffer[sizeof(in6_addr)];
-    if (::inet_pton(v6 ? AF_INET6 : AF_INET, address.c_str(), buffer) != 1) {
-        return "has " + inQuotes(address) + ", which is not an " + (v6 ? "IPv6" : "IPv4") + " address" +
-               example;
-    }
-    return {};
+    const auto parsed = parseListenAddress(listen);
+    const std::string* problem = std::get_if<std::string>(&parsed);
+    return problem ? *problem : std::string();
 }
 
 LoadedSettings parseSettings(const std::string& text, const std::string& fileName) {

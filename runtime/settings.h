@@ -51,8 +51,7 @@ inline constexpr const char* kDefaultSettingsFile = "/etc/devlet/devlet.yaml";
 LoadedSettings loadSettings(const SettingsOverrides& overrides);
 LoadedSettings parseSettings(const std::string& text, const std::string& fileName);
 
-// "ADDRESS:PORT" with an IPv4 address or a bracketed IPv6 one ("[::1]:9797");
-// returns why not, or empty.
+// Why `listen` is not ADDRESS:PORT (runtime/listen_address.h), or empty.
 std::string listenProblem(std::string_view listen);
 
 }  // namespace devlet

@@ -6,7 +6,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "status/status_server.h"
+#include "runtime/listen_address.h"
 
 namespace devlet::status {
 
@@ -18,12 +18,13 @@ using tcp = asio::ip::tcp;
 HttpAnswer httpGet(const std::string& listen, const std::string& target, const std::string& token,
                    int timeoutMs) {
     HttpAnswer answer;
-    std::string address;
-    unsigned short port = 0;
-    if (!splitListen(listen, address, port)) {
-        answer.error = "\"" + listen + "\" is not ADDRESS:PORT";
+    const auto parsed = parseListenAddress(listen);
+    if (const auto* problem = std::get_if<std::string>(&parsed)) {
+        answer.error = "\"" + listen + "\" " + *problem;
         return answer;
     }
+    std::string address = std::get<ListenAddress>(parsed).address;
+    const unsigned short port = std::get<ListenAddress>(parsed).port;
     if (address == "0.0.0.0") address = "127.0.0.1";
     if (address == "::") address = "::1";
     beast::error_code ec;

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/listen_address.h"
 #include "runtime/log.h"
 #include "status/metrics.h"
 #include "status/status_page.h"
@@ -71,31 +72,6 @@ std::string defaultTokenFile() {
     if (const char* credentials = std::getenv("CREDENTIALS_DIRECTORY"); credentials && *credentials)
         return std::string(credentials) + "/status-token";
     return "/etc/devlet/status-token";
-}
-
-bool splitListen(const std::string& listen, std::string& address, unsigned short& port) {
-    std::string portText;
-    if (!listen.empty() && listen.front() == '[') {
-        const auto close = listen.find(']');
-        if (close == std::string::npos || close + 1 >= listen.size() || listen[close + 1] != ':')
-            return false;
-        address = listen.substr(1, close - 1);
-        portText = listen.substr(close + 2);
-    } else {
-        const auto colon = listen.rfind(':');
-        if (colon == std::string::npos) return false;
-        address = listen.substr(0, colon);
-        portText = listen.substr(colon + 1);
-    }
-    if (address.empty() || portText.empty() || portText.size() > 5) return false;
-    unsigned value = 0;
-    for (char c : portText) {
-        if (c < '0' || c > '9') return false;
-        value = value * 10 + static_cast<unsigned>(c - '0');
-    }
-    if (value > 65535) return false;
-    port = static_cast<unsigned short>(value);
-    return true;
 }
 
 // ---------------------------------------------------------------------------
@@ -561,17 +537,17 @@ public:
     ~Impl() { stop(); }
 
     std::string start() {
-        std::string address;
-        unsigned short port = 0;
-        if (!splitListen(options_.listen, address, port))
-            return "\"" + options_.listen + "\" is not ADDRESS:PORT";
+        const auto parsed = parseListenAddress(options_.listen);
+        if (const auto* problem = std::get_if<std::string>(&parsed))
+            return "\"" + options_.listen + "\" " + *problem;
+        const ListenAddress& where = std::get<ListenAddress>(parsed);
         beast::error_code ec;
-        const asio::ip::address ip = asio::ip::make_address(address, ec);
-        if (ec) return "\"" + address + "\" is not an IP address";
+        const asio::ip::address ip = asio::ip::make_address(where.address, ec);
+        if (ec) return "\"" + where.address + "\" is not an IP address";
         if (!isLoopback(ip)) {
             if (std::string problem = loadToken(); !problem.empty()) return problem;
         }
-        const tcp::endpoint endpoint(ip, port);
+        const tcp::endpoint endpoint(ip, where.port);
         acceptor_.open(endpoint.protocol(), ec);
         if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
         if (!ec) acceptor_.bind(endpoint, ec);

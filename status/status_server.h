@@ -61,7 +61,4 @@ private:
 // passes credentials (LoadCredential=), else /etc/devlet/status-token.
 std::string defaultTokenFile();
 
-// Splits "ADDRESS:PORT" / "[ADDRESS]:PORT"; false if it is not of that shape.
-bool splitListen(const std::string& listen, std::string& address, unsigned short& port);
-
 }  // namespace devlet::status
