@@ -41,7 +41,7 @@ PluginHost::PluginHost(boost::asio::io_context& loop, FileWatch& watch, std::str
     : loop_(loop), watch_(watch), dir_(std::move(devicePluginDir)) {}
 
 PluginHost::~PluginHost() {
-    *alive_ = false;
+    lifetime_.end();
     stop();
 }
 
@@ -218,13 +218,12 @@ void PluginHost::registerPlugin(const std::string& resource, Plugin& plugin) {
     // socket rides out the moment between the kubelet's bind() and listen().
     kubelet_->call("/v1beta1.Registration/Register", request.SerializeAsString(),
                    {.timeout = std::chrono::seconds(15), .waitForReady = true},
-                   [this, attempt, epoch = kubeletEpoch_, resource, alive = alive_](
-                       const rpc::GrpcStatus& status, const std::string&) {
-                       if (!*alive) return;
+                   lifetime_.guard([this, attempt, epoch = kubeletEpoch_, resource](
+                                       const rpc::GrpcStatus& status, const std::string&) {
                        if (epoch == kubeletEpoch_ && inFlight_ > 0) --inFlight_;
                        onRegistered(resource, attempt, status.ok(), status.message);
                        registerQueued();
-                   });
+                   }));
 }
 
 void PluginHost::onRegistered(const std::string& resource, std::uint64_t attempt, bool ok,
@@ -265,12 +264,12 @@ void PluginHost::registerQueued() {
 void PluginHost::scheduleRetry(const std::string& resource, int failures) {
     const auto delay = std::chrono::milliseconds(std::min(50L << std::min(failures, 7), 5000L));
     auto timer = std::make_shared<boost::asio::steady_timer>(loop_, delay);
-    timer->async_wait([this, timer, resource, alive = alive_](boost::system::error_code ec) {
-        if (ec || !*alive || stopped_) return;
+    timer->async_wait(lifetime_.guard([this, timer, resource](boost::system::error_code ec) {
+        if (ec || stopped_) return;
         auto it = plugins_.find(resource);
         if (it == plugins_.end() || it->second.registration != Plugin::Registration::None) return;
         registerPlugin(resource, it->second);
-    });
+    }));
 }
 
 bool PluginHost::resendOneList() {

@@ -18,6 +18,7 @@
 #include "grpc/grpc_wire.h"
 #include "runtime/file_watch.h"
 #include "runtime/inventory.h"
+#include "runtime/lifetime.h"
 
 namespace devlet::rpc {
 class GrpcChannel;
@@ -118,7 +119,7 @@ private:
     std::uint64_t kubeletEpoch_ = 0;  // answers from an earlier kubelet do not count
     std::deque<std::string> queued_;  // resources waiting for a registration slot
     std::string waitingSince_;
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for timers that outlive the host
+    Lifetime lifetime_;  // for replies and timers that outlive the host
 };
 
 }  // namespace devlet::plugin

@@ -35,7 +35,7 @@ PodResourcesClient::PodResourcesClient(boost::asio::io_context& loop, std::strin
       timer_(loop) {}
 
 PodResourcesClient::~PodResourcesClient() {
-    *alive_ = false;
+    lifetime_.end();
     stop();
 }
 
@@ -68,8 +68,7 @@ void PodResourcesClient::poll() {
     channel_->call(
         "/v1.PodResourcesLister/List", v1::ListPodResourcesRequest().SerializeAsString(),
         {.timeout = std::chrono::seconds(3)},
-        [this, alive = alive_](const rpc::GrpcStatus& status, const std::string& bytes) {
-            if (!*alive) return;
+        lifetime_.guard([this](const rpc::GrpcStatus& status, const std::string& bytes) {
             inFlight_ = false;
             if (!status.ok()) {
                 // A fresh connection next time: a restarted kubelet has a new socket.
@@ -83,7 +82,7 @@ void PodResourcesClient::poll() {
                 return;
             }
             onList_(std::move(held));
-        });
+        }));
 }
 
 }  // namespace devlet::plugin

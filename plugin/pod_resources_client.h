@@ -13,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "runtime/inventory.h"
+#include "runtime/lifetime.h"
 
 namespace devlet::rpc {
 class GrpcChannel;
@@ -49,7 +50,7 @@ private:
     boost::asio::steady_timer timer_;
     std::unique_ptr<rpc::GrpcChannel> channel_;
     bool inFlight_ = false;
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+    Lifetime lifetime_;
 };
 
 }  // namespace devlet::plugin

@@ -18,6 +18,7 @@
 #include "probes/udev/udev_monitor.h"
 #include "runtime/configuration.h"
 #include "runtime/inventory.h"
+#include "runtime/lifetime.h"
 #include "runtime/log.h"
 
 namespace devlet::gpu {
@@ -73,13 +74,13 @@ public:
 
     void start() override {
         running_ = true;
-        alive_ = std::make_shared<bool>(true);
+        lifetime_.renew();
         rescan();
     }
 
     void stop() override {
         running_ = false;
-        *alive_ = false;
+        lifetime_.end();
         rescanTimer_.cancel();
         events_.close();
         if (wroteFeatures_) {
@@ -247,10 +248,10 @@ private:
     void scheduleRescan() {
         if (!running_) return;
         rescanTimer_.expires_after(details_.rescanInterval);
-        rescanTimer_.async_wait([this, alive = alive_](const boost::system::error_code& error) {
-            if (error || !*alive) return;
+        rescanTimer_.async_wait(lifetime_.guard([this](const boost::system::error_code& error) {
+            if (error) return;
             rescan();
-        });
+        }));
     }
 
     void fail(const std::string& message) {
@@ -278,7 +279,7 @@ private:
     std::string failure_;
     bool wroteFeatures_ = false;
     bool running_ = false;
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(false);
+    Lifetime lifetime_;  // renewed by start(), ended by stop()
     // Declared after the state their callbacks touch, so they are destroyed first.
     udev::UdevMonitor events_;
     boost::asio::steady_timer rescanTimer_;

@@ -29,6 +29,7 @@
 #include "probes/onvif/sender_rate_limit.h"
 #include "probes/onvif/soap_wire.h"
 #include "runtime/configuration.h"
+#include "runtime/lifetime.h"
 #include "runtime/log.h"
 
 namespace devlet::onvif {
@@ -267,7 +268,7 @@ public:
 
     void start() override {
         running_ = true;
-        alive_ = std::make_shared<bool>(true);
+        lifetime_.renew();
         {
             std::lock_guard lock(channel_->mutex);
             channel_->loop = &loop_;
@@ -313,7 +314,7 @@ public:
     void stop() override {
         if (!running_) return;
         running_ = false;
-        *alive_ = false;
+        lifetime_.end();
         {
             std::lock_guard lock(channel_->mutex);
             channel_->loop = nullptr;
@@ -476,9 +477,10 @@ private:
             for (int i = 1; i <= details_.probeRetransmissions; ++i) {
                 // SOAP-over-UDP: the same message again after a short random-free delay.
                 auto timer = std::make_shared<asio::steady_timer>(loop_, std::chrono::milliseconds(100 * i));
-                timer->async_wait([this, timer, probe, alive = alive_](const boost::system::error_code& e) {
-                    if (!e && *alive) sendMulticast(probe);
-                });
+                timer->async_wait(
+                    [this, timer, probe, alive = lifetime_.token()](const boost::system::error_code& e) {
+                        if (!e && !alive.expired()) sendMulticast(probe);
+                    });
             }
         }
         // A sweep longer than the rescan interval (a /16 every 5 s) finishes first.
@@ -486,8 +488,8 @@ private:
         startWindow();
         if (mode_.pass) return;
         cycleTimer_.expires_after(details_.rescanInterval);
-        cycleTimer_.async_wait([this, alive = alive_](const boost::system::error_code& e) {
-            if (!e && *alive) cycle();
+        cycleTimer_.async_wait([this, alive = lifetime_.token()](const boost::system::error_code& e) {
+            if (!e && !alive.expired()) cycle();
         });
     }
 
@@ -496,8 +498,8 @@ private:
     // that takes longer (a /16 goes out in bursts over about 5 s).
     void startWindow() {
         windowTimer_.expires_after(details_.discoveryTimeout);
-        windowTimer_.async_wait([this, alive = alive_](const boost::system::error_code& e) {
-            if (e || !*alive || sweeping_) return;
+        windowTimer_.async_wait([this, alive = lifetime_.token()](const boost::system::error_code& e) {
+            if (e || alive.expired() || sweeping_) return;
             firstWindowDone_ = true;
             report(true);
         });
@@ -589,8 +591,8 @@ private:
             return;
         }
         unicastTimer_.expires_after(std::chrono::milliseconds(full ? 5 : 20));
-        unicastTimer_.async_wait([this, alive = alive_](const boost::system::error_code& e) {
-            if (!e && *alive) sendUnicastBurst();
+        unicastTimer_.async_wait([this, alive = lifetime_.token()](const boost::system::error_code& e) {
+            if (!e && !alive.expired()) sendUnicastBurst();
         });
     }
 
@@ -608,8 +610,8 @@ private:
     void receiveProbeMatches() {
         probeSocket_.async_receive_from(
             asio::buffer(probeBuffer_), probeSender_,
-            [this, alive = alive_](const boost::system::error_code& error, std::size_t size) {
-                if (!*alive || error == asio::error::operation_aborted) return;
+            [this, alive = lifetime_.token()](const boost::system::error_code& error, std::size_t size) {
+                if (alive.expired() || error == asio::error::operation_aborted) return;
                 if (!error) handleDatagram(std::string_view(probeBuffer_.data(), size), probeSender_, true);
                 receiveProbeMatches();
             });
@@ -618,8 +620,8 @@ private:
     void receiveAnnouncements() {
         listenSocket_.async_receive_from(
             asio::buffer(listenBuffer_), listenSender_,
-            [this, alive = alive_](const boost::system::error_code& error, std::size_t size) {
-                if (!*alive || error == asio::error::operation_aborted) return;
+            [this, alive = lifetime_.token()](const boost::system::error_code& error, std::size_t size) {
+                if (alive.expired() || error == asio::error::operation_aborted) return;
                 if (!error)
                     handleDatagram(std::string_view(listenBuffer_.data(), size), listenSender_, false);
                 receiveAnnouncements();
@@ -628,13 +630,16 @@ private:
 
     // The IPv6 sockets: `answers` for the Probe socket (ProbeMatches), else Hello and Bye.
     void receive(DiscoverySocket& from, bool answers) {
-        from.socket.async_receive_from(
-            asio::buffer(from.buffer), from.sender,
-            [this, &from, answers, alive = alive_](const boost::system::error_code& error, std::size_t size) {
-                if (!*alive || error == asio::error::operation_aborted) return;
-                if (!error) handleDatagram(std::string_view(from.buffer.data(), size), from.sender, answers);
-                receive(from, answers);
-            });
+        from.socket.async_receive_from(asio::buffer(from.buffer), from.sender,
+                                       [this, &from, answers, alive = lifetime_.token()](
+                                           const boost::system::error_code& error, std::size_t size) {
+                                           if (alive.expired() || error == asio::error::operation_aborted)
+                                               return;
+                                           if (!error)
+                                               handleDatagram(std::string_view(from.buffer.data(), size),
+                                                              from.sender, answers);
+                                           receive(from, answers);
+                                       });
     }
 
     void handleDatagram(std::string_view datagram, const udp::endpoint& sender, bool answers) {
@@ -980,11 +985,11 @@ private:
         options.credentialWithheld = choice.withheld;
         options.authScheme = camera.observation.report.authScheme;
         pool_->submit([channel = channel_, key, url = camera.observation.serviceUrl,
-                       credential = std::move(choice.credential), options, this, alive = alive_] {
+                       credential = std::move(choice.credential), options, this, alive = lifetime_.token()] {
             if (channel->closed) return;
             CameraReport result = queryCamera(url, credential, options);
             channel->post([this, alive, key, result = std::move(result)]() mutable {
-                if (*alive) queried(key, std::move(result));
+                if (!alive.expired()) queried(key, std::move(result));
             });
         });
     }
@@ -1019,8 +1024,8 @@ private:
     void scheduleLiveness() {
         if (!running_) return;
         livenessTimer_.expires_after(details_.livenessInterval);
-        livenessTimer_.async_wait([this, alive = alive_](const boost::system::error_code& e) {
-            if (e || !*alive) return;
+        livenessTimer_.async_wait([this, alive = lifetime_.token()](const boost::system::error_code& e) {
+            if (e || alive.expired()) return;
             checkAll();
             scheduleLiveness();
         });
@@ -1042,11 +1047,11 @@ private:
             options.cancelled = pool_->cancelled();
             // key = key: clang before 16 cannot capture a structured binding.
             pool_->submit([channel = channel_, key = key, url = camera.observation.serviceUrl, options, this,
-                           alive = alive_] {
+                           alive = lifetime_.token()] {
                 if (channel->closed) return;
                 CameraReport result = checkCamera(url, options);
                 channel->post([this, alive, key, result = std::move(result)] {
-                    if (*alive) checked(key, result);
+                    if (!alive.expired()) checked(key, result);
                 });
             });
         }
@@ -1228,7 +1233,7 @@ private:
     bool sweeping_ = false;
     bool running_ = false;
     bool firstWindowDone_ = false;
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(false);
+    Lifetime lifetime_;  // renewed by start(), ended by stop()
     std::array<char, kMaxDatagram> probeBuffer_{};
     std::array<char, kMaxDatagram> listenBuffer_{};
     udp::endpoint probeSender_;

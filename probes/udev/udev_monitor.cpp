@@ -44,7 +44,7 @@ UdevMonitor::~UdevMonitor() {
 
 std::string UdevMonitor::open(const std::vector<std::string>& subsystems) {
     close();
-    alive_ = std::make_shared<bool>(true);
+    lifetime_.renew();
     errno = 0;
     UdevHandle context(udev_new());
     if (!context) return systemError("cannot open libudev", errno ? errno : ENOMEM);
@@ -86,7 +86,7 @@ void UdevMonitor::watch(DevicesCallback onDevices, ErrorCallback onError) {
 }
 
 void UdevMonitor::close() {
-    *alive_ = false;
+    lifetime_.end();
     boost::system::error_code ignored;
     descriptor_.cancel(ignored);
     descriptor_.close(ignored);
@@ -97,8 +97,8 @@ void UdevMonitor::close() {
 void UdevMonitor::arm() {
     if (!monitor_) return;
     descriptor_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                           [this, alive = alive_](const boost::system::error_code& error) {
-                               if (!*alive || error == boost::asio::error::operation_aborted) return;
+                           lifetime_.guard([this](const boost::system::error_code& error) {
+                               if (error == boost::asio::error::operation_aborted) return;
                                if (error) {
                                    const std::string message =
                                        "the udev netlink monitor failed: " + error.message();
@@ -107,7 +107,7 @@ void UdevMonitor::arm() {
                                    return;
                                }
                                read();
-                           });
+                           }));
 }
 
 void UdevMonitor::read() {
@@ -119,9 +119,9 @@ void UdevMonitor::read() {
         devices.push_back(std::move(device));
     }
     // The callback may close (or destroy) this monitor.
-    const std::shared_ptr<bool> alive = alive_;
+    const Lifetime::Token token = lifetime_.token();
     if (!devices.empty() && onDevices_) onDevices_(std::move(devices));
-    if (*alive) arm();
+    if (!token.expired()) arm();
 }
 
 }  // namespace devlet::udev

@@ -14,6 +14,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 
 #include "probes/udev/udev_handles.h"
+#include "runtime/lifetime.h"
 #include "runtime/log.h"
 
 namespace devlet::udev {
@@ -63,7 +64,7 @@ private:
     boost::asio::posix::stream_descriptor descriptor_;
     DevicesCallback onDevices_;
     ErrorCallback onError_;
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+    Lifetime lifetime_;  // renewed by open(), ended by close()
 };
 
 }  // namespace devlet::udev

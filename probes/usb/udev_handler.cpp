@@ -18,6 +18,7 @@
 #include "probes/usb/usb_string_cache.h"
 #include "probes/usb/usb_string_reader.h"
 #include "runtime/configuration.h"
+#include "runtime/lifetime.h"
 #include "runtime/log.h"
 
 namespace devlet::usb {
@@ -53,7 +54,7 @@ public:
 
     void start() override {
         running_ = true;
-        alive_ = std::make_shared<bool>(true);
+        lifetime_.renew();
         // Reads in flight at a stop() never answer: ask again.
         strings_ = UsbStringCache(kStringReadHoldLimit);
         holdArmed_ = false;
@@ -62,7 +63,7 @@ public:
 
     void stop() override {
         running_ = false;
-        *alive_ = false;
+        lifetime_.end();
         rescanTimer_.cancel();
         holdTimer_.cancel();
         source_.close();
@@ -150,8 +151,8 @@ private:
         holdArmed_ = true;
         holdAt_ = *expiry;
         holdTimer_.expires_at(*expiry);
-        holdTimer_.async_wait([this, alive = alive_](const boost::system::error_code& error) {
-            if (error || !*alive) return;
+        holdTimer_.async_wait(lifetime_.guard([this](const boost::system::error_code& error) {
+            if (error) return;
             holdArmed_ = false;
             if (strings_.expire(UsbStringCache::Clock::now())) {
                 log.warning() << configuration_ << ": a USB device did not answer libusb's string reads in "
@@ -159,7 +160,7 @@ private:
                 report();
             }
             armHoldTimer();
-        });
+        }));
     }
 
     // Classifies the matching devices, except those whose libusb read is still in flight
@@ -193,10 +194,10 @@ private:
         if (!running_) return;
         rescanTimer_.expires_after(details_.rescanInterval);
         // A wait that completed just before stop() still runs; the token says whether to act.
-        rescanTimer_.async_wait([this, alive = alive_](const boost::system::error_code& error) {
-            if (error || !*alive) return;
+        rescanTimer_.async_wait(lifetime_.guard([this](const boost::system::error_code& error) {
+            if (error) return;
             rescan();
-        });
+        }));
     }
 
     void fail(const std::string& message) {
@@ -226,7 +227,7 @@ private:
     bool holdArmed_ = false;
     UsbStringCache::Clock::time_point holdAt_{};
     bool failed_ = false;
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(false);
+    Lifetime lifetime_;  // renewed by start(), ended by stop()
     UdevSource source_;
     boost::asio::steady_timer rescanTimer_;
     boost::asio::steady_timer holdTimer_;
