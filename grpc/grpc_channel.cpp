@@ -352,6 +352,7 @@ const std::string& GrpcChannel::socketPath() const {
 }
 
 void GrpcChannel::call(std::string method, std::string_view request, CallOptions options, Reply reply) {
+    loopThread_.check();
     auto call = std::make_shared<Call>();
     call->method = std::move(method);
     call->request = frameMessage(request);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "grpc/grpc_wire.h"
+#include "runtime/thread_bound.h"
 
 namespace boost::asio {
 class io_context;
@@ -44,6 +45,7 @@ public:
 
 private:
     std::shared_ptr<State> state_;
+    ThreadBound loopThread_;
 };
 
 }  // namespace devlet::rpc

@@ -175,6 +175,7 @@ GrpcConnection::GrpcConnection(boost::asio::local::stream_protocol::socket socke
     : Http2Transport(std::move(socket)), service_(&service) {}
 
 void GrpcConnection::start() {
+    loopThread_.check();
     if (!makeSession(true, ServerCallbacks::callbacks(), ServerCallbacks::options())) {
         log.warning() << "cannot serve a kubelet connection: out of memory";
         closeSocket();
@@ -224,6 +225,7 @@ void GrpcConnection::submitResponse(std::int32_t id, Stream& stream) {
 }
 
 void GrpcConnection::reply(std::int32_t id, std::string_view message) {
+    loopThread_.check();
     auto it = streams_.find(id);
     if (closed() || it == streams_.end() || it->second.responding) return;
     Stream& stream = it->second;
@@ -235,6 +237,7 @@ void GrpcConnection::reply(std::int32_t id, std::string_view message) {
 }
 
 void GrpcConnection::fail(std::int32_t id, const GrpcStatus& status) {
+    loopThread_.check();
     auto it = streams_.find(id);
     if (closed() || it == streams_.end()) return;
     Stream& stream = it->second;
@@ -253,6 +256,7 @@ void GrpcConnection::fail(std::int32_t id, const GrpcStatus& status) {
 }
 
 void GrpcConnection::beginStream(std::int32_t id) {
+    loopThread_.check();
     auto it = streams_.find(id);
     if (closed() || it == streams_.end() || it->second.responding) return;
     submitResponse(id, it->second);
@@ -260,6 +264,7 @@ void GrpcConnection::beginStream(std::int32_t id) {
 }
 
 void GrpcConnection::sendLatest(std::int32_t id, GrpcFrame frame) {
+    loopThread_.check();
     auto it = streams_.find(id);
     if (closed() || it == streams_.end() || !it->second.responding || it->second.ending) return;
     Stream& stream = it->second;
@@ -274,6 +279,7 @@ void GrpcConnection::sendLatest(std::int32_t id, GrpcFrame frame) {
 }
 
 void GrpcConnection::endStream(std::int32_t id, const GrpcStatus& status) {
+    loopThread_.check();
     auto it = streams_.find(id);
     if (closed() || it == streams_.end() || !it->second.responding || it->second.ending) return;
     Stream& stream = it->second;
@@ -290,6 +296,7 @@ void GrpcConnection::resume(std::int32_t id, Stream& stream) {
 }
 
 void GrpcConnection::close() {
+    loopThread_.check();
     service_ = nullptr;
     if (closed()) return;
     if (session_) {

@@ -13,6 +13,7 @@
 
 #include "grpc/grpc_wire.h"
 #include "grpc/http2_transport.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::rpc {
 
@@ -76,6 +77,7 @@ private:
 
     Service* service_;
     std::map<std::int32_t, Stream> streams_;
+    ThreadBound loopThread_;
 };
 
 }  // namespace devlet::rpc

@@ -45,10 +45,12 @@ DevicePluginServer::DevicePluginServer(std::string resource, bool preferredAlloc
     : resource_(std::move(resource)), preferred_(preferredAllocation), loop_(loop), inventory_(inventory) {}
 
 DevicePluginServer::~DevicePluginServer() {
+    loopThread_.release();
     stop();
 }
 
 Outcome DevicePluginServer::start(const std::string& socketPath) {
+    loopThread_.check();
     using boost::asio::local::stream_protocol;
     socketPath_ = socketPath;
     ::unlink(socketPath.c_str());
@@ -99,6 +101,7 @@ void DevicePluginServer::accept() {
 }
 
 void DevicePluginServer::stop() {
+    loopThread_.check();
     if (!acceptor_) return;
     boost::system::error_code ec;
     acceptor_->close(ec);
@@ -112,6 +115,7 @@ void DevicePluginServer::stop() {
 }
 
 void DevicePluginServer::publish(rpc::GrpcFrame list) {
+    loopThread_.check();
     latest_ = std::move(list);
     for (const Watch& watch : watches_) watch.connection->sendLatest(watch.stream, latest_);
     dropClosedConnections();

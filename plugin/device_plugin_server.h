@@ -14,6 +14,7 @@
 #include "grpc/grpc_connection.h"
 #include "runtime/inventory.h"
 #include "runtime/outcome.h"
+#include "runtime/thread_bound.h"
 
 namespace boost::asio {
 class io_context;
@@ -66,6 +67,7 @@ private:
     std::vector<Watch> watches_;
     // Accept handlers that complete after the server is gone find this expired.
     std::shared_ptr<DevicePluginServer*> self_ = std::make_shared<DevicePluginServer*>(this);
+    ThreadBound loopThread_;
 };
 
 }  // namespace devlet::plugin

@@ -41,11 +41,13 @@ PluginHost::PluginHost(boost::asio::io_context& loop, FileWatch& watch, std::str
     : loop_(loop), watch_(watch), dir_(std::move(devicePluginDir)) {}
 
 PluginHost::~PluginHost() {
+    loopThread_.release();
     lifetime_.end();
     stop();
 }
 
 void PluginHost::start() {
+    loopThread_.check();
     removeStaleSockets();
     watch_.watchDirectory(
         dir_, IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM,
@@ -58,6 +60,7 @@ void PluginHost::start() {
 }
 
 void PluginHost::stop() {
+    loopThread_.check();
     if (stopped_) return;
     stopped_ = true;
     queued_.clear();
@@ -273,6 +276,7 @@ void PluginHost::scheduleRetry(const std::string& resource, int failures) {
 }
 
 bool PluginHost::resendOneList() {
+    loopThread_.check();
     for (auto& [resource, plugin] : plugins_) {
         if (plugin.registration != Plugin::Registration::Done || !plugin.server || !plugin.list) continue;
         plugin.server->publish(plugin.list);
@@ -282,6 +286,7 @@ bool PluginHost::resendOneList() {
 }
 
 void PluginHost::resourceChanged(ResourceState state) {
+    loopThread_.check();
     if (stopped_) return;
     auto [it, added] = plugins_.try_emplace(state.resource);
     Plugin& plugin = it->second;
@@ -335,6 +340,7 @@ bool PluginHost::acceptList(const ResourceState& state, Plugin& plugin,
 }
 
 bool PluginHost::slotsChanged(const ResourceState& changes) {
+    loopThread_.check();
     if (stopped_) return true;
     auto it = plugins_.find(changes.resource);
     // A refused list is not what the kubelet has: only the full list can say what changed.
@@ -352,6 +358,7 @@ bool PluginHost::slotsChanged(const ResourceState& changes) {
 }
 
 void PluginHost::resourceWithdrawn(const std::string& resource) {
+    loopThread_.check();
     auto it = plugins_.find(resource);
     if (it == plugins_.end()) return;
     setRegistration(it->second, Plugin::Registration::None);

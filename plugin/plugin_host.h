@@ -19,6 +19,7 @@
 #include "runtime/file_watch.h"
 #include "runtime/inventory.h"
 #include "runtime/lifetime.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::rpc {
 class GrpcChannel;
@@ -120,6 +121,7 @@ private:
     std::deque<std::string> queued_;  // resources waiting for a registration slot
     std::string waitingSince_;
     Lifetime lifetime_;  // for replies and timers that outlive the host
+    ThreadBound loopThread_;
 };
 
 }  // namespace devlet::plugin

@@ -35,15 +35,18 @@ PodResourcesClient::PodResourcesClient(boost::asio::io_context& loop, std::strin
       timer_(loop) {}
 
 PodResourcesClient::~PodResourcesClient() {
+    loopThread_.release();
     lifetime_.end();
     stop();
 }
 
 void PodResourcesClient::start() {
+    loopThread_.check();
     schedule(std::chrono::milliseconds(0));
 }
 
 void PodResourcesClient::stop() {
+    loopThread_.check();
     timer_.cancel();
 }
 

@@ -14,6 +14,7 @@
 
 #include "runtime/inventory.h"
 #include "runtime/lifetime.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::rpc {
 class GrpcChannel;
@@ -51,6 +52,7 @@ private:
     std::unique_ptr<rpc::GrpcChannel> channel_;
     bool inFlight_ = false;
     Lifetime lifetime_;
+    ThreadBound loopThread_;
 };
 
 }  // namespace devlet::plugin

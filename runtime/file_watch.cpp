@@ -43,6 +43,7 @@ FileWatch::~FileWatch() {
 }
 
 int FileWatch::watchDirectory(const std::string& dir, std::uint32_t mask, Callback callback) {
+    loopThread_.check();
     const int handle = nextHandle_++;
     Watch& watch = watches_[handle];
     watch.dir = dir;
@@ -53,6 +54,7 @@ int FileWatch::watchDirectory(const std::string& dir, std::uint32_t mask, Callba
 }
 
 void FileWatch::remove(int handle) {
+    loopThread_.check();
     auto it = watches_.find(handle);
     if (it == watches_.end()) return;
     const int wd = it->second.wd;

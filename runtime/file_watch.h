@@ -12,6 +12,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 
+#include "runtime/thread_bound.h"
+
 namespace devlet {
 
 class FileWatch {
@@ -51,6 +53,7 @@ private:
     std::map<int, Watch> watches_;  // by handle
     int nextHandle_ = 1;
     alignas(8) char buffer_[16384];
+    ThreadBound loopThread_;
 };
 
 }  // namespace devlet

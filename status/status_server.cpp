@@ -729,10 +729,12 @@ StatusServer::~StatusServer() {
 }
 
 std::string StatusServer::start() {
+    loopThread_.check();
     return impl_->start();
 }
 
 void StatusServer::stop() {
+    loopThread_.check();
     impl_->stop();
 }
 

@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 
+#include "runtime/thread_bound.h"
+
 namespace boost::asio {
 class io_context;
 }
@@ -55,6 +57,7 @@ public:
 private:
     class Impl;
     std::unique_ptr<Impl> impl_;
+    ThreadBound loopThread_;
 };
 
 // Where the bearer token is looked for: $CREDENTIALS_DIRECTORY/status-token when systemd

@@ -20,6 +20,7 @@
 #include "runtime/inventory.h"
 #include "runtime/lifetime.h"
 #include "runtime/log.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::gpu {
 
@@ -70,15 +71,20 @@ public:
         roots_.queryMemory = details_.queryMemory;
     }
 
-    ~GpuProbe() override { stop(); }
+    ~GpuProbe() override {
+        loopThread_.release();
+        stop();
+    }
 
     void start() override {
+        loopThread_.check();
         running_ = true;
         lifetime_.renew();
         rescan();
     }
 
     void stop() override {
+        loopThread_.check();
         running_ = false;
         lifetime_.end();
         rescanTimer_.cancel();
@@ -280,6 +286,7 @@ private:
     bool wroteFeatures_ = false;
     bool running_ = false;
     Lifetime lifetime_;  // renewed by start(), ended by stop()
+    ThreadBound loopThread_;
     // Declared after the state their callbacks touch, so they are destroyed first.
     udev::UdevMonitor events_;
     boost::asio::steady_timer rescanTimer_;

@@ -39,10 +39,12 @@ UdevEventFacts eventFacts(const UdevDeviceHandle& device) {
 UdevMonitor::UdevMonitor(boost::asio::io_context& loop, const Log& log) : log_(log), descriptor_(loop) {}
 
 UdevMonitor::~UdevMonitor() {
+    loopThread_.release();
     close();
 }
 
 std::string UdevMonitor::open(const std::vector<std::string>& subsystems) {
+    loopThread_.check();
     close();
     lifetime_.renew();
     errno = 0;
@@ -80,12 +82,14 @@ std::string UdevMonitor::open(const std::vector<std::string>& subsystems) {
 }
 
 void UdevMonitor::watch(DevicesCallback onDevices, ErrorCallback onError) {
+    loopThread_.check();
     onDevices_ = std::move(onDevices);
     onError_ = std::move(onError);
     arm();
 }
 
 void UdevMonitor::close() {
+    loopThread_.check();
     lifetime_.end();
     boost::system::error_code ignored;
     descriptor_.cancel(ignored);

@@ -16,6 +16,7 @@
 #include "probes/udev/udev_handles.h"
 #include "runtime/lifetime.h"
 #include "runtime/log.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::udev {
 
@@ -65,6 +66,7 @@ private:
     DevicesCallback onDevices_;
     ErrorCallback onError_;
     Lifetime lifetime_;  // renewed by open(), ended by close()
+    ThreadBound loopThread_;
 };
 
 }  // namespace devlet::udev

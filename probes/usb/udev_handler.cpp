@@ -20,6 +20,7 @@
 #include "runtime/configuration.h"
 #include "runtime/lifetime.h"
 #include "runtime/log.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::usb {
 
@@ -50,9 +51,13 @@ public:
               },
               std::move(read)) {}
 
-    ~UdevProbe() override { stop(); }
+    ~UdevProbe() override {
+        loopThread_.release();
+        stop();
+    }
 
     void start() override {
+        loopThread_.check();
         running_ = true;
         lifetime_.renew();
         // Reads in flight at a stop() never answer: ask again.
@@ -62,6 +67,7 @@ public:
     }
 
     void stop() override {
+        loopThread_.check();
         running_ = false;
         lifetime_.end();
         rescanTimer_.cancel();
@@ -231,6 +237,7 @@ private:
     UdevSource source_;
     boost::asio::steady_timer rescanTimer_;
     boost::asio::steady_timer holdTimer_;
+    ThreadBound loopThread_;
     // Declared last: stopped first, so no answer reaches the state above once it is going.
     UsbStringReader reader_;
 };

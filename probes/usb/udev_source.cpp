@@ -186,10 +186,12 @@ UdevSource::UdevSource(boost::asio::io_context& loop, const std::vector<UdevRule
 }
 
 UdevSource::~UdevSource() {
+    loopThread_.release();
     close();
 }
 
 std::string UdevSource::open(bool withMonitor) {
+    loopThread_.check();
     close();
     errno = 0;
     udev::UdevHandle handle(udev_new());
@@ -214,6 +216,7 @@ std::string UdevSource::open(bool withMonitor) {
 }
 
 std::string UdevSource::enumerate(std::vector<UdevObservation>& observations) {
+    loopThread_.check();
     observations.clear();
     if (!udev_) return "libudev is not open";
     udev::UdevEnumerateHandle enumeration(udev_enumerate_new(udev_.get()));
@@ -236,6 +239,7 @@ std::string UdevSource::enumerate(std::vector<UdevObservation>& observations) {
 }
 
 void UdevSource::watch(EventsCallback onEvents, ErrorCallback onError) {
+    loopThread_.check();
     monitor_.watch(
         [this, onEvents = std::move(onEvents)](std::vector<udev::UdevDeviceHandle> devices) {
             std::vector<UdevEvent> events;
@@ -258,6 +262,7 @@ void UdevSource::watch(EventsCallback onEvents, ErrorCallback onError) {
 }
 
 void UdevSource::close() {
+    loopThread_.check();
     monitor_.close();
     udev_.reset();
     parents_.clear();

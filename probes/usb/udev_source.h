@@ -15,6 +15,7 @@
 #include "probes/udev/udev_monitor.h"
 #include "probes/usb/udev_parent_cache.h"
 #include "probes/usb/udev_rule.h"
+#include "runtime/thread_bound.h"
 
 struct udev_device;
 
@@ -70,6 +71,7 @@ private:
     // Parents read by the last scan or since, for the devices events bring.
     UdevParentCache parents_;
     udev::UdevMonitor monitor_;
+    ThreadBound loopThread_;
 };
 
 }  // namespace devlet::usb

@@ -19,10 +19,12 @@ UsbStringReader::UsbStringReader(boost::asio::io_context& loop, AnswerCallback o
 }
 
 UsbStringReader::~UsbStringReader() {
+    loopThread_.release();
     stop();
 }
 
 void UsbStringReader::read(UsbStringRequest request) {
+    loopThread_.check();
     if (!worker_) {
         worker_ = std::make_shared<Worker>(loop_, onAnswer_, read_);
         // Detached: a read stuck in libusb must never hold the loop; the thread keeps its
@@ -37,6 +39,7 @@ void UsbStringReader::read(UsbStringRequest request) {
 }
 
 void UsbStringReader::stop() {
+    loopThread_.check();
     if (!worker_) return;
     std::shared_ptr<Worker> worker = std::move(worker_);
     worker->alive = false;  // answers already posted are dropped on the loop

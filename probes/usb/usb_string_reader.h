@@ -16,6 +16,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "probes/usb/usb_string_cache.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::usb {
 
@@ -62,6 +63,7 @@ private:
     AnswerCallback onAnswer_;
     ReadFunction read_;
     std::shared_ptr<Worker> worker_;  // the running worker's, null while none runs
+    ThreadBound loopThread_;
 };
 
 }  // namespace devlet::usb

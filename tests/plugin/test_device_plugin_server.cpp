@@ -55,9 +55,14 @@ protected:
         inventory_->reportSnapshot("echo", {foo0});
         socketPath_ = (dir_.path() / "echo.sock").string();
         server_ = std::make_unique<DevicePluginServer>("akri.sh/echo-8120fe", false, loop_, *inventory_);
-        ASSERT_TRUE(server_->start(socketPath_));
-        publish("akri.sh/echo-8120fe");
         thread_ = std::thread([this] { loop_.run(); });
+        // The server belongs to the loop thread from its first call on.
+        const bool started = onLoop([this] {
+            if (!server_->start(socketPath_)) return false;
+            publish("akri.sh/echo-8120fe");
+            return true;
+        });
+        ASSERT_TRUE(started);
         channel_ = grpc::CreateChannel("unix://" + socketPath_, grpc::InsecureChannelCredentials());
         stub_ = v1beta1::DevicePlugin::NewStub(channel_);
     }
@@ -70,8 +75,7 @@ protected:
         thread_.join();
     }
 
-    // What PluginHost does when the inventory reports a change (called on the loop, or
-    // before it runs).
+    // What PluginHost does when the inventory reports a change (called on the loop).
     void publish(const std::string& resource) {
         server_->publish(rpc::frameMessage(*encodeDeviceList(lists_.latest.at(resource).devices)));
     }

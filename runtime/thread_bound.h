@@ -1,0 +1,45 @@
+#pragma once
+// "Lives on the loop thread" as a check: a member that remembers the first thread to
+// use its owner and, in builds with assertions (not NDEBUG), aborts with the caller's
+// name when another thread uses it. Bound at first use, not construction, because the
+// loop's objects are often built before the loop thread runs them. Without assertions
+// it is empty and its check compiles to nothing.
+
+#include <source_location>
+
+#ifndef NDEBUG
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#endif
+
+namespace devlet {
+
+class ThreadBound {
+public:
+#ifdef NDEBUG
+    void check(std::source_location = std::source_location::current()) const {}
+    void release() {}
+#else
+    void check(std::source_location where = std::source_location::current()) const {
+        const std::thread::id self = std::this_thread::get_id();
+        std::thread::id bound;  // no thread yet
+        if (owner_.compare_exchange_strong(bound, self) || bound == self) return;
+        std::fprintf(stderr, "%s:%u: %s: called off its thread\n", where.file_name(),
+                     static_cast<unsigned>(where.line()), where.function_name());
+        std::abort();
+    }
+
+    // For destructors: an object may be destroyed on another thread once no loop runs it
+    // any more (a test that joined its loop thread). The checks that follow bind anew.
+    void release() {
+        owner_.store(std::thread::id());
+    }
+
+private:
+    mutable std::atomic<std::thread::id> owner_{};
+#endif
+};
+
+}  // namespace devlet
