@@ -48,6 +48,9 @@ constexpr int kForgetAfterMisses = 60;  // an unreachable camera no probe finds 
 constexpr std::size_t kMaxIgnoredAnswers = 256;
 // Resolves sent and not yet answered: the oldest is forgotten past this.
 constexpr std::size_t kMaxPendingResolves = 256;
+// Senders over their share that are asked again with a unicast Probe, at most this many at
+// a time, once a second.
+constexpr std::size_t kMaxProbedAgain = 256;
 // A camera that has not answered a Resolve is asked again on its next announcement after this.
 constexpr std::chrono::seconds kResolveAgainAfter{10};
 constexpr const char* kDuplicate = "duplicate (a retransmission: same sender and MessageID)";
@@ -262,7 +265,8 @@ public:
           cycleTimer_(loop),
           windowTimer_(loop),
           livenessTimer_(loop),
-          unicastTimer_(loop) {}
+          unicastTimer_(loop),
+          probeAgainTimer_(loop) {}
 
     ~OnvifProbe() override { stop(); }
 
@@ -325,6 +329,9 @@ public:
         windowTimer_.cancel();
         livenessTimer_.cancel();
         unicastTimer_.cancel();
+        probeAgainTimer_.cancel();
+        probeAgainArmed_ = false;
+        probedAgain_.clear();
         probeSocket_.close(ignored);
         listenSocket_.close(ignored);
         if (probe6_) probe6_->socket.close(ignored);
@@ -651,6 +658,7 @@ private:
                     {},
                     "rate-limited (more than " + std::to_string(int(rateLimit_.burst())) +
                         " datagrams at once, " + std::to_string(int(rateLimit_.perSecond())) + " a second)"});
+            probeAgain(sender);
             return;
         }
         std::string error;
@@ -868,6 +876,36 @@ private:
         std::string text;
         for (const std::string& item : items) text += (text.empty() ? "" : " ") + item;
         return text.empty() ? "none" : text;
+    }
+
+    // What a sender over its share said is not read, and it may have been a camera's Hello
+    // in a burst: once its share has refilled, the sender is asked with a unicast Probe, so
+    // a camera is not missed until the next rescan. A flooding host gets one Probe a second.
+    void probeAgain(udp::endpoint sender) {
+        if (probedAgain_.size() >= kMaxProbedAgain) return;
+        if (sender.address().is_v6() && sender.address().to_v6().is_v4_mapped())
+            sender.address(asio::ip::make_address_v4(asio::ip::v4_mapped, sender.address().to_v6()));
+        sender.port(kDiscoveryPort);
+        probedAgain_.insert(sender);
+        if (probeAgainArmed_) return;
+        probeAgainArmed_ = true;
+        probeAgainTimer_.expires_after(std::chrono::seconds(1));
+        probeAgainTimer_.async_wait([this, alive = lifetime_.token()](const boost::system::error_code& e) {
+            if (e || alive.expired()) return;
+            probeAgainArmed_ = false;
+            const std::string id = newMessageId();
+            sentIds_.insert(id);
+            const std::string probe = encodeProbe(id);
+            for (const udp::endpoint& target : probedAgain_) {
+                udp::socket* socket = target.address().is_v4() ? &probeSocket_
+                                      : probe6_                ? &probe6_->socket
+                                                               : nullptr;
+                if (!socket || !socket->is_open()) continue;
+                boost::system::error_code error;
+                socket->send_to(asio::buffer(probe), target, 0, error);
+            }
+            probedAgain_.clear();
+        });
     }
 
     // A Resolve for the endpoint, unicast to the host that announced it.
@@ -1219,6 +1257,8 @@ private:
         std::string uuid;
         std::chrono::steady_clock::time_point sent;
     };
+    std::set<udp::endpoint> probedAgain_;  // rate-limited senders, asked again when the timer fires
+    bool probeAgainArmed_ = false;
     std::map<std::string, PendingResolve> resolves_;  // by the Resolve's MessageID
     std::deque<std::string> resolveOrder_;
     std::string multicastId_;
@@ -1248,6 +1288,7 @@ private:
     asio::steady_timer windowTimer_;
     asio::steady_timer livenessTimer_;
     asio::steady_timer unicastTimer_;
+    asio::steady_timer probeAgainTimer_;
 };
 
 // Takes a pass's probes' snapshots and errors; the pass reads the probes themselves.

@@ -15,10 +15,12 @@ class SenderRateLimit {
 public:
     using Clock = std::chrono::steady_clock;
 
-    // A camera sends a few datagrams per Probe (one answer per Probe copy) and a Hello or
-    // two when it starts: 64 at once and 16 a second more is far above that. 4,096 tracked
-    // senders cover a /20 answering one Probe together.
-    explicit SenderRateLimit(double burst = 64, double perSecond = 16, std::size_t senders = 4096)
+    // A camera sends a few datagrams per Probe (one answer per Probe copy), a Hello when it
+    // starts and a Bye when it stops: 128 at once and 32 a second more is far above that,
+    // even for a camera restarting in a loop. A sender over its share is asked again with a
+    // unicast Probe once it has refilled (the probe's probeAgain). 4,096 tracked senders
+    // cover a /20 answering one Probe together.
+    explicit SenderRateLimit(double burst = 128, double perSecond = 32, std::size_t senders = 4096)
         : burst_(burst), perSecond_(perSecond), maxSenders_(senders) {}
 
     // False when the sender has used its share. When `senders` are tracked already, those
