@@ -40,6 +40,7 @@ std::string Inventory::instanceResource(const std::string& instance) const {
 
 void Inventory::applyConfigurations(const std::vector<Configuration>& configurations,
                                     const std::map<std::string, std::chrono::milliseconds>& removalGrace) {
+    loopThread_.check();
     Edit edit(*this);
     std::set<std::string> wanted;
     for (const Configuration& configuration : configurations) {
@@ -146,6 +147,7 @@ void Inventory::placeHeldSlots(ConfigurationState& c) {
 }
 
 void Inventory::restoreSlots() {
+    loopThread_.check();
     if (!store_) return;
     Edit edit(*this);
     ledger_.restore();
@@ -185,6 +187,7 @@ void Inventory::resizeSlots(ConfigurationState& c, InstanceState& instance) {
 // Discovery
 
 void Inventory::reportSnapshot(const std::string& configuration, std::vector<Instance> instances) {
+    loopThread_.check();
     auto cit = configurations_.find(configuration);
     if (cit == configurations_.end()) return;
     ConfigurationState& c = cit->second;
@@ -243,6 +246,7 @@ void Inventory::reportSnapshot(const std::string& configuration, std::vector<Ins
 }
 
 void Inventory::reportProbeError(const std::string& configuration, const std::string& message) {
+    loopThread_.check();
     auto cit = configurations_.find(configuration);
     if (cit == configurations_.end()) return;
     Edit edit(*this);
@@ -262,6 +266,7 @@ void Inventory::reportProbeError(const std::string& configuration, const std::st
 }
 
 void Inventory::reportScan(const std::string& configuration, ScanReport scan) {
+    loopThread_.check();
     auto cit = configurations_.find(configuration);
     if (cit == configurations_.end()) return;
     Edit edit(*this);
@@ -273,6 +278,7 @@ void Inventory::reportScan(const std::string& configuration, ScanReport scan) {
 }
 
 std::optional<std::chrono::steady_clock::time_point> Inventory::expireGone() {
+    loopThread_.check();
     const auto now = clock_.steady();
     std::optional<std::chrono::steady_clock::time_point> next;
     for (auto& [configName, c] : configurations_) {
@@ -321,6 +327,7 @@ std::pair<const Inventory::ConfigurationState*, const Inventory::InstanceState*>
 }
 
 bool Inventory::isConfigurationLevel(const std::string& resource) const {
+    loopThread_.check();
     auto owner = owners_.find(resource);
     return owner != owners_.end() && owner->second.instance.empty();
 }
@@ -371,6 +378,7 @@ std::variant<ContainerGrant, AllocationRefused> Inventory::allocate(
 
 std::variant<std::vector<ContainerGrant>, AllocationRefused> Inventory::allocateContainers(
     const std::string& resource, const std::vector<std::vector<std::string>>& containers) {
+    loopThread_.check();
     Edit edit(*this);  // the counts change either way
     auto result = grant(resource, containers);
     const ConfigurationState* config = resolve(resource).first;
@@ -518,6 +526,7 @@ std::vector<std::string> Inventory::preferredAllocation(const std::string& resou
                                                         const std::vector<std::string>& available,
                                                         const std::vector<std::string>& mustInclude,
                                                         int size) const {
+    loopThread_.check();
     std::vector<std::string> result;
     std::set<std::string> chosen;
     for (const std::string& id : mustInclude) {
@@ -592,6 +601,7 @@ std::vector<std::string> Inventory::preferredAllocation(const std::string& resou
 }
 
 Inventory::Reconciled Inventory::reconcile(const KubeletEvidence& evidence, std::chrono::milliseconds grace) {
+    loopThread_.check();
     const bool lags =
         ledger_.reconcile(evidence, grace, locator(), [this](const Slot& slot) { return placed(slot); });
     for (auto& [configName, c] : configurations_) {
@@ -751,6 +761,7 @@ bool Inventory::publishSlots(const std::string& resource,
 }
 
 std::vector<ResourceState> Inventory::resources() const {
+    loopThread_.check();
     std::vector<ResourceState> result;
     for (const auto& [name, c] : configurations_) {
         result.push_back(buildResource(c, nullptr));
@@ -762,6 +773,7 @@ std::vector<ResourceState> Inventory::resources() const {
 }
 
 std::vector<ConfigurationView> Inventory::view() const {
+    loopThread_.check();
     std::vector<ConfigurationView> result;
     for (const auto& [name, c] : configurations_) {
         ConfigurationView v{c.configuration, c.resource, c.probeError, {}, c.discovery};
@@ -781,6 +793,7 @@ std::vector<ConfigurationView> Inventory::view() const {
 }
 
 std::size_t Inventory::slotsHeld() const {
+    loopThread_.check();
     std::size_t held = 0;
     for (const auto& [name, c] : configurations_) {
         for (const auto& [instanceName, i] : c.instances) {
@@ -791,6 +804,7 @@ std::size_t Inventory::slotsHeld() const {
 }
 
 Inventory::Offered Inventory::offered() const {
+    loopThread_.check();
     Offered offered;
     for (const auto& [name, c] : configurations_) {
         for (const auto& [instanceName, i] : c.instances) {

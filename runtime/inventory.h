@@ -2,7 +2,8 @@
 // The node's inventory: configurations, the instances probes report for them and how many
 // capacity slots each has. Who holds a slot is the slot ledger's to decide; the inventory
 // asks it, and turns what changed into device lists for the plugins (InventoryObserver).
-// Owns no OS handles; lives on the loop thread. Durable state goes to the Store.
+// Owns no OS handles; lives on the loop thread (checked in builds with assertions).
+// Durable state goes to the Store.
 
 #include <chrono>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include "runtime/instance.h"
 #include "runtime/slot.h"
 #include "runtime/slot_ledger.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet {
 
@@ -293,6 +295,7 @@ private:
     std::map<std::string, AllocationCounts> allocationCounts_;
     const HandlerRegistry* handlers_ = nullptr;
     bool publishScheduled_ = false;
+    ThreadBound loopThread_;  // every public member is called on the loop thread
 };
 
 }  // namespace devlet

@@ -42,22 +42,22 @@ protected:
     }
 
     void SetUp() override {
-        inventory_ = std::make_unique<Inventory>("node", "akri.sh", nullptr, lists_);
-        Configuration echo;
-        echo.name = "echo";
-        echo.handler = "debugEcho";
-        echo.capacity = 2;
-        inventory_->applyConfigurations({echo}, {});
-        Instance foo0;
-        foo0.id = "foo0";
-        foo0.shared = true;
-        foo0.properties["DEBUG_ECHO_DESCRIPTION"] = "foo0";
-        inventory_->reportSnapshot("echo", {foo0});
         socketPath_ = (dir_.path() / "echo.sock").string();
-        server_ = std::make_unique<DevicePluginServer>("akri.sh/echo-8120fe", false, loop_, *inventory_);
         thread_ = std::thread([this] { loop_.run(); });
-        // The server belongs to the loop thread from its first call on.
+        // The inventory and the server belong to the loop thread from their first call on.
         const bool started = onLoop([this] {
+            inventory_ = std::make_unique<Inventory>("node", "akri.sh", nullptr, lists_);
+            Configuration echo;
+            echo.name = "echo";
+            echo.handler = "debugEcho";
+            echo.capacity = 2;
+            inventory_->applyConfigurations({echo}, {});
+            Instance foo0;
+            foo0.id = "foo0";
+            foo0.shared = true;
+            foo0.properties["DEBUG_ECHO_DESCRIPTION"] = "foo0";
+            inventory_->reportSnapshot("echo", {foo0});
+            server_ = std::make_unique<DevicePluginServer>("akri.sh/echo-8120fe", false, loop_, *inventory_);
             if (!server_->start(socketPath_)) return false;
             publish("akri.sh/echo-8120fe");
             return true;
