@@ -5,8 +5,6 @@
 // loop's objects are often built before the loop thread runs them. Without assertions
 // it is empty and its check compiles to nothing.
 
-#include <source_location>
-
 #ifndef NDEBUG
 #include <atomic>
 #include <cstdio>
@@ -19,15 +17,17 @@ namespace devlet {
 class ThreadBound {
 public:
 #ifdef NDEBUG
-    void check(std::source_location = std::source_location::current()) const {}
+    void check(const char* = nullptr, const char* = nullptr, unsigned = 0) const {}
     void release() {}
 #else
-    void check(std::source_location where = std::source_location::current()) const {
+    // The caller's place comes from the compiler's builtins (std::source_location needs a
+    // newer clang than Debian's for its default argument).
+    void check(const char* function = __builtin_FUNCTION(), const char* file = __builtin_FILE(),
+               unsigned line = __builtin_LINE()) const {
         const std::thread::id self = std::this_thread::get_id();
         std::thread::id bound;  // no thread yet
         if (owner_.compare_exchange_strong(bound, self) || bound == self) return;
-        std::fprintf(stderr, "%s:%u: %s: called off its thread\n", where.file_name(),
-                     static_cast<unsigned>(where.line()), where.function_name());
+        std::fprintf(stderr, "%s:%u: %s: called off its thread\n", file, line, function);
         std::abort();
     }
 
