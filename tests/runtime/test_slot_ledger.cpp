@@ -2,10 +2,9 @@
 // count, a refused write holds nothing, and the kubelet's word adopts and releases slots
 // only as docs/guarantees.md says.
 
-#include "runtime/slot_ledger.h"
-
 #include <gtest/gtest.h>
 
+#include "runtime/slot_ledger.h"
 #include "runtime/store.h"
 #include "tests/support/temp_dir.h"
 
@@ -47,14 +46,17 @@ protected:
     }
     // Every slot of cams-8120fe is one devlet offers, through either resource.
     SlotLedger::Locate locate() const {
-        return [](const std::string& resource, const std::string& deviceId) -> std::optional<SlotLedger::Place> {
-            auto [instance, index] = splitSlotId(deviceId);
-            if (instance != "cams-8120fe" || index < 0 || (resource != kIl && resource != kCl)) return std::nullopt;
-            return SlotLedger::Place{"cams", instance, "http://192.0.2.10/onvif/device_service", index};
-        };
+        return
+            [](const std::string& resource, const std::string& deviceId) -> std::optional<SlotLedger::Place> {
+                auto [instance, index] = splitSlotId(deviceId);
+                if (instance != "cams-8120fe" || index < 0 || (resource != kIl && resource != kCl))
+                    return std::nullopt;
+                return SlotLedger::Place{"cams", instance, "http://192.0.2.10/onvif/device_service", index};
+            };
     }
     static bool placed(const Slot&) { return true; }
-    static KubeletEvidence says(std::vector<PodDevice> pods, std::optional<std::vector<PodDevice>> checkpoint = {}) {
+    static KubeletEvidence says(std::vector<PodDevice> pods,
+                                std::optional<std::vector<PodDevice>> checkpoint = {}) {
         KubeletEvidence evidence;
         evidence.pods = std::move(pods);
         evidence.checkpoint = std::move(checkpoint);
