@@ -427,6 +427,20 @@ void readNetworkInterfaces(struct soap* soap, const std::string& serviceUrl, Aut
     }
 }
 
+// A Media1 or Media2 video encoder configuration: the encoding, and a resolution that
+// could be one.
+template <typename Encoder>
+void readEncoder(const Encoder* encoder, StreamProfile& profile) {
+    if (!encoder) return;
+    profile.encoding = text(encoder->Encoding, 16);
+    const auto* resolution = encoder->Resolution;
+    if (resolution && resolution->Width > 0 && resolution->Height > 0 && resolution->Width < 100000 &&
+        resolution->Height < 100000) {
+        profile.width = resolution->Width;
+        profile.height = resolution->Height;
+    }
+}
+
 void readProfiles(struct soap* soap, Authenticator& auth, const QueryOptions& options, CameraReport& report) {
     _trt__GetProfiles request;
     _trt__GetProfilesResponse response;
@@ -444,14 +458,7 @@ void readProfiles(struct soap* soap, Authenticator& auth, const QueryOptions& op
         StreamProfile profile;
         profile.token = text(p.token, 64);
         profile.name = text(p.Name, 64);
-        if (const tt__VideoEncoderConfiguration* v = p.VideoEncoderConfiguration) {
-            profile.encoding = text(v->Encoding, 16);
-            if (v->Resolution && v->Resolution->Width > 0 && v->Resolution->Height > 0 &&
-                v->Resolution->Width < 100000 && v->Resolution->Height < 100000) {
-                profile.width = v->Resolution->Width;
-                profile.height = v->Resolution->Height;
-            }
-        }
+        readEncoder(p.VideoEncoderConfiguration, profile);
         profiles.push_back(std::move(profile));
     }
     // Each response lives in the context's memory; copied strings above outlive the next call.
@@ -506,15 +513,7 @@ void readProfiles2(struct soap* soap, Authenticator& auth, const QueryOptions& o
         StreamProfile profile;
         profile.token = text(p.token, 64);
         profile.name = text(p.Name, 64);
-        if (const tt__VideoEncoder2Configuration* v =
-                p.Configurations ? p.Configurations->VideoEncoder : nullptr) {
-            profile.encoding = text(v->Encoding, 16);
-            if (v->Resolution && v->Resolution->Width > 0 && v->Resolution->Height > 0 &&
-                v->Resolution->Width < 100000 && v->Resolution->Height < 100000) {
-                profile.width = v->Resolution->Width;
-                profile.height = v->Resolution->Height;
-            }
-        }
+        readEncoder(p.Configurations ? p.Configurations->VideoEncoder : nullptr, profile);
         profiles.push_back(std::move(profile));
     }
     for (StreamProfile& profile : profiles) {
