@@ -20,6 +20,7 @@ struct Watch {
     HttpDigest* owner = nullptr;
     int (*sendHeader)(struct soap*, const char*, const char*) = nullptr;
     int (*parseHeader)(struct soap*, const char*, const char*) = nullptr;
+    int (*initSend)(struct soap*) = nullptr;
 };
 
 Watch* watchOf(struct soap* soap) {
@@ -40,6 +41,19 @@ int watchedParseHeader(struct soap* soap, const char* key, const char* value) {
     if (!watch) return SOAP_PLUGIN_ERROR;
     if (watch->owner && key && value) watch->owner->sawHeader(key, value);
     return watch->parseHeader(soap, key, value);
+}
+
+// httpda.c starts an MD5 of the body (for qop=auth-int) at the start of every send with a
+// user id set, the counting pass of a message included, and ends it only when it writes
+// an auth-int header or is deleted: the digest of the earlier pass would leak. devlet
+// answers only qop=auth, so a digest left over is dropped before the next one starts.
+int cleanInitSend(struct soap* soap) {
+    Watch* watch = watchOf(soap);
+    if (!watch) return SOAP_PLUGIN_ERROR;
+    if (auto* data = static_cast<http_da_data*>(soap_lookup_plugin(soap, http_da_id));
+        data && data->smd_data.ctx)
+        soap_smd_cleanup(soap, &data->smd_data);
+    return watch->initSend ? watch->initSend(soap) : SOAP_OK;
 }
 
 void deleteWatch(struct soap*, struct soap_plugin* plugin) {
@@ -96,6 +110,8 @@ HttpDigest::HttpDigest(struct soap* soap) : soap_(soap), info_(std::make_unique<
     if (Watch* watch = watchOf(soap_); registered_ && watch) {
         watch->parseHeader = soap_->fparsehdr;
         soap_->fparsehdr = watchedParseHeader;
+        watch->initSend = soap_->fprepareinitsend;
+        soap_->fprepareinitsend = cleanInitSend;
     } else {
         registered_ = false;
     }
