@@ -109,6 +109,8 @@ void Daemon::serve() {
     inventory_ =
         std::make_unique<Inventory>(settings_.nodeName, settings_.resourceDomain, store_.get(), host_);
     inventory_->setHandlers(handlers_);
+    // Each container that holds devices gets a live file of them (docs/live-info.md).
+    inventory_->setLiveInfoDirectory(settings_.stateDir);
     // Published from the loop after the work at hand: Allocate answers first.
     inventory_->setPublishScheduler(
         [this](std::function<void()> publish) { boost::asio::post(loop_, std::move(publish)); });

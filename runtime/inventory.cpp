@@ -166,6 +166,7 @@ void Inventory::restoreSlots() {
             }
         }
     }
+    rebuildLive();
     const std::size_t retained = ledger_.size() - restored;
     if (restored) log.info() << "restored " << restored << " held slot(s) from the state store";
     if (retained)
@@ -214,7 +215,11 @@ void Inventory::reportSnapshot(const std::string& configuration, std::vector<Ins
         const bool wasOffered = instance.offered;
         const bool wasPresent = instance.present;
         const bool topologyChanged = instance.device.numaNode != device.numaNode;
-        if (!(instance.device == device)) instance.device = std::move(device);
+        if (!(instance.device == device)) {
+            instance.device = std::move(device);
+            liveInstanceChanged(name);
+        }
+        if (!wasPresent) liveInstanceChanged(name);
         instance.present = true;
         instance.offered = true;
         instance.lastSeenMs = nowMs;
@@ -235,6 +240,7 @@ void Inventory::reportSnapshot(const std::string& configuration, std::vector<Ins
         if (!instance.present || seen.count(name)) continue;
         instance.present = false;
         instance.goneSince = now;
+        liveInstanceChanged(name);
         markChanged(c, &instance);
         saveInstance(instance);
         event("info", name, "gone: \"" + instance.device.id + "\"; its slots are Unhealthy");
@@ -473,6 +479,29 @@ std::variant<std::vector<ContainerGrant>, AllocationRefused> Inventory::grant(
                 granted.push_back(ref.instance);
         }
         grants.push_back(grantFor(*config, granted));
+        if (!liveInfo_) continue;
+        std::vector<std::string> ids;
+        for (const SlotRef& ref : refs) ids.push_back(slotId(ref.instance->name, ref.index));
+        const std::string allocation = ids.front();
+        // A slot given again (the kubelet allocating anew for the same resource) is
+        // described by its new container's file only.
+        if (auto previous = liveSlots_.find(allocation); previous != liveSlots_.end()) {
+            for (const std::string& id : previous->second) liveAllocationOf_.erase(id);
+            previous->second.clear();
+        }
+        for (const std::string& id : ids) {
+            if (auto other = liveAllocationOf_.find(id); other != liveAllocationOf_.end()) liveSlotGone(id);
+            liveAllocationOf_[id] = allocation;
+        }
+        liveSlots_[allocation] = ids;
+        liveChanged_.erase(allocation);
+        // Without its directory the container could not start: the mount is offered only
+        // once the file is written.
+        if (writeLive(allocation)) {
+            grants.back().envs[LiveInfoWriter::kEnvironmentVariable] = LiveInfoWriter::kContainerFile;
+            grants.back().mounts.push_back(
+                Mount{liveInfo_->directory(allocation).string(), LiveInfoWriter::kContainerDirectory, true});
+        }
     }
     publish();
     return grants;
@@ -638,6 +667,7 @@ bool Inventory::placed(const Slot& slot) const {
 // Publishing
 
 void Inventory::holderChanged(const Slot& slot, const std::string& before) {
+    if (!slot.held()) liveSlotGone(slot.deviceId);
     auto cit = configurations_.find(slot.configuration);
     if (cit == configurations_.end() || !cit->second.instances.count(slot.instance)) return;
     const ConfigurationState& c = cit->second;
@@ -696,6 +726,7 @@ ResourceState Inventory::buildResource(const ConfigurationState& c, const Instan
 }
 
 void Inventory::publish() {
+    writeChangedLive();
     if (!scheduler_) {
         publishNow();
         return;
@@ -814,6 +845,127 @@ Inventory::Offered Inventory::offered() const {
         }
     }
     return offered;
+}
+
+// ---------------------------------------------------------------------------
+// Live files
+
+void Inventory::setLiveInfoDirectory(const std::string& stateDir) {
+    loopThread_.check();
+    liveInfo_ = std::make_unique<LiveInfoWriter>(stateDir);
+}
+
+std::map<std::string, std::string> Inventory::deviceEnvironment(const ConfigurationState& c,
+                                                                const InstanceState& instance) const {
+    // As grantFor merges them: a broker property wins over a device property.
+    const std::string hash = upper(instance.name.substr(instance.name.rfind('-') + 1));
+    std::map<std::string, std::string> properties = c.configuration.brokerProperties;
+    properties.insert(instance.device.properties.begin(), instance.device.properties.end());
+    std::map<std::string, std::string> environment;
+    for (const auto& [key, value] : properties) {
+        environment[key] = value;
+        environment[key + "_" + hash] = value;
+    }
+    return environment;
+}
+
+LiveDevice Inventory::liveDevice(const Slot& slot) const {
+    LiveDevice device{slot.deviceId, slot.instance, slot.configuration, slot.holderResource, false, {}, {}};
+    // A slot whose configuration went away is still held: shown gone, without properties.
+    auto c = configurations_.find(slot.configuration);
+    if (c == configurations_.end()) return device;
+    auto i = c->second.instances.find(slot.instance);
+    if (i == c->second.instances.end()) return device;
+    device.present = i->second.present;
+    device.properties = deviceEnvironment(c->second, i->second);
+    for (DeviceNode node : i->second.device.nodes) {
+        if (node.containerPath.empty()) node.containerPath = node.hostPath;
+        device.nodes.push_back(std::move(node));
+    }
+    return device;
+}
+
+void Inventory::liveInstanceChanged(const std::string& instance) {
+    if (!liveInfo_) return;
+    const std::string prefix = instance + "-";
+    for (auto it = liveAllocationOf_.lower_bound(prefix);
+         it != liveAllocationOf_.end() && it->first.starts_with(prefix); ++it) {
+        if (splitSlotId(it->first).first == instance) liveChanged_.insert(it->second);
+    }
+}
+
+void Inventory::liveSlotGone(const std::string& slotId) {
+    auto it = liveAllocationOf_.find(slotId);
+    if (it == liveAllocationOf_.end()) return;
+    const std::string allocation = it->second;
+    liveAllocationOf_.erase(it);
+    std::vector<std::string>& slots = liveSlots_[allocation];
+    std::erase(slots, slotId);
+    if (!slots.empty()) {
+        liveChanged_.insert(allocation);
+        return;
+    }
+    liveSlots_.erase(allocation);
+    liveChanged_.erase(allocation);
+    if (auto outcome = liveInfo_->remove(allocation); !outcome) log.warning() << outcome.error();
+}
+
+bool Inventory::writeLive(const std::string& allocation) {
+    std::vector<LiveDevice> devices;
+    for (const std::string& id : liveSlots_[allocation]) {
+        auto [instance, index] = splitSlotId(id);
+        if (const Slot* slot = ledger_.holder(instance, index)) devices.push_back(liveDevice(*slot));
+    }
+    const std::string staleBefore = liveInfo_->staleReason(allocation);
+    if (auto outcome = liveInfo_->write(allocation, devices); !outcome) {
+        if (outcome.error() != staleBefore)
+            event("warning", allocation,
+                  "the live file of " + allocation + " keeps its last content: " + outcome.error());
+        return false;
+    }
+    if (!staleBefore.empty())
+        event("info", allocation, "the live file of " + allocation + " is current again");
+    return true;
+}
+
+void Inventory::writeChangedLive() {
+    if (!liveInfo_ || liveChanged_.empty()) return;
+    std::set<std::string> changed;
+    changed.swap(liveChanged_);
+    for (const std::string& allocation : changed) {
+        // One that failed is tried again with the next change.
+        if (liveSlots_.count(allocation)) (void)writeLive(allocation);
+    }
+}
+
+void Inventory::rebuildLive() {
+    if (!liveInfo_) return;
+    for (auto& [allocation, found] : liveInfo_->existing()) {
+        // A directory whose file was lost still names its first slot.
+        std::vector<std::string> listed =
+            found.slots.empty() ? std::vector<std::string>{allocation} : found.slots;
+        std::vector<std::string> held;
+        for (const std::string& id : listed) {
+            auto [instance, index] = splitSlotId(id);
+            if (index >= 0 && ledger_.holder(instance, index) && !liveAllocationOf_.count(id))
+                held.push_back(id);
+        }
+        if (held.empty()) {
+            if (auto outcome = liveInfo_->remove(allocation); !outcome) log.warning() << outcome.error();
+            continue;
+        }
+        for (const std::string& id : held) liveAllocationOf_[id] = allocation;
+        liveSlots_[allocation] = std::move(held);
+        liveChanged_.insert(allocation);
+    }
+}
+
+std::optional<Inventory::LiveFile> Inventory::liveFile(const std::string& slotId) const {
+    loopThread_.check();
+    auto it = liveAllocationOf_.find(slotId);
+    if (!liveInfo_ || it == liveAllocationOf_.end()) return std::nullopt;
+    return LiveFile{(liveInfo_->directory(it->second) / "devices.json").string(),
+                    liveInfo_->generation(it->second), liveInfo_->staleReason(it->second)};
 }
 
 void Inventory::saveInstance(const InstanceState& instance) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,6 +20,7 @@
 #include "runtime/discovery.h"
 #include "runtime/histogram.h"
 #include "runtime/instance.h"
+#include "runtime/live_info.h"
 #include "runtime/slot.h"
 #include "runtime/slot_ledger.h"
 #include "runtime/thread_bound.h"
@@ -158,6 +160,10 @@ public:
     // The handlers whose slot preferences pick configuration-level slots (borrowed; they
     // outlive the inventory). Without them every configuration uses spread or pack.
     void setHandlers(const HandlerRegistry& handlers) { handlers_ = &handlers; }
+    // Keeps a live file for every container it grants devices to, under
+    // `<stateDir>/pods/<allocation>/` (docs/live-info.md), mounted into the container.
+    // Call before restoreSlots(), which rebuilds the files of the slots still held.
+    void setLiveInfoDirectory(const std::string& stateDir);
 
     // --- reading ----------------------------------------------------------------
     // Changes whenever anything view() or the events show may have changed: the status
@@ -173,6 +179,14 @@ public:
     std::string instanceResource(const std::string& instance) const;
     bool isConfigurationLevel(const std::string& resource) const;
     std::size_t slotsHeld() const;
+    // The host path of the live file that describes a held slot, and why it is stale
+    // (its last rewrite failed; empty when current); nullopt when no file describes it.
+    struct LiveFile {
+        std::string path;
+        std::uint64_t generation = 0;
+        std::string staleReason;
+    };
+    std::optional<LiveFile> liveFile(const std::string& slotId) const;
     // Offered instances and their slots within capacity: the daemon's status line,
     // counted on every change, so without copying the view.
     struct Offered {
@@ -269,6 +283,20 @@ private:
     void publishNow();
     int freeSlots(const ConfigurationState& c, const InstanceState& i) const;
 
+    // Live files (see setLiveInfoDirectory). An allocation is named by the first slot of
+    // its container's grant: a name that a restart can read back from the directory.
+    // The environment names of one device's properties: KEY and KEY_<HASH>.
+    std::map<std::string, std::string> deviceEnvironment(const ConfigurationState& c,
+                                                         const InstanceState& instance) const;
+    LiveDevice liveDevice(const Slot& slot) const;
+    // The allocations that describe an instance's slots are rewritten at the next publish().
+    void liveInstanceChanged(const std::string& instance);
+    // The allocation no longer lists the slot; an allocation left empty is removed.
+    void liveSlotGone(const std::string& slotId);
+    bool writeLive(const std::string& allocation);
+    void writeChangedLive();
+    void rebuildLive();
+
     std::string nodeName_;
     std::string domain_;
     Store* store_;
@@ -294,6 +322,10 @@ private:
     std::uint64_t edits_ = 0;   // Edits closed so far
     std::map<std::string, AllocationCounts> allocationCounts_;
     const HandlerRegistry* handlers_ = nullptr;
+    std::unique_ptr<LiveInfoWriter> liveInfo_;                   // null: no live files
+    std::map<std::string, std::vector<std::string>> liveSlots_;  // allocation -> its slot ids
+    std::map<std::string, std::string> liveAllocationOf_;        // slot id -> allocation
+    std::set<std::string> liveChanged_;                          // allocations to rewrite
     bool publishScheduled_ = false;
     ThreadBound loopThread_;  // every public member is called on the loop thread
 };
