@@ -37,6 +37,14 @@ struct Instance {
     bool operator==(const Instance&) const = default;
 };
 
+// The live file that describes a held slot to its container (docs/live-info.md).
+struct LiveFileView {
+    std::string path;  // on the host
+    std::uint64_t generation = 0;
+    std::string staleReason;  // why its last rewrite failed; empty when it is current
+    bool operator==(const LiveFileView&) const = default;
+};
+
 // An instance as the inventory knows it: the device, whether it is seen and offered, and
 // its slots with their holders. The status page's view of an instance derives from it.
 struct InstanceView {
@@ -47,7 +55,8 @@ struct InstanceView {
     bool offered = false;  // its resource is registered (present, or gone within grace)
     std::int64_t firstSeenMs = 0;
     std::int64_t lastSeenMs = 0;
-    std::vector<Slot> slots;  // every slot up to its count, held or free
+    std::vector<Slot> slots;                        // every slot up to its count, held or free
+    std::map<std::string, LiveFileView> liveFiles;  // by slot id: the held slots a live file describes
 };
 
 }  // namespace devlet

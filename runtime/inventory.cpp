@@ -809,12 +809,15 @@ std::vector<ConfigurationView> Inventory::view() const {
     for (const auto& [name, c] : configurations_) {
         ConfigurationView v{c.configuration, c.resource, c.probeError, {}, c.discovery};
         for (const auto& [instanceName, i] : c.instances) {
-            InstanceView iv{i.name,    i.configuration, i.device,     i.present,
-                            i.offered, i.firstSeenMs,   i.lastSeenMs, {}};
+            InstanceView iv{i.name,        i.configuration, i.device, i.present, i.offered,
+                            i.firstSeenMs, i.lastSeenMs,    {},       {}};
             for (int k = 0; k < i.slotCount; ++k) {
                 const Slot* held = ledger_.holder(i.name, k);
                 iv.slots.push_back(held ? *held
                                         : Slot{slotId(i.name, k), i.name, i.configuration, k, "", 0, "", ""});
+                if (!held) continue;
+                if (auto live = liveFile(held->deviceId))
+                    iv.liveFiles.emplace(held->deviceId, std::move(*live));
             }
             v.instances.push_back(std::move(iv));
         }
@@ -960,12 +963,12 @@ void Inventory::rebuildLive() {
     }
 }
 
-std::optional<Inventory::LiveFile> Inventory::liveFile(const std::string& slotId) const {
+std::optional<LiveFileView> Inventory::liveFile(const std::string& slotId) const {
     loopThread_.check();
     auto it = liveAllocationOf_.find(slotId);
     if (!liveInfo_ || it == liveAllocationOf_.end()) return std::nullopt;
-    return LiveFile{(liveInfo_->directory(it->second) / "devices.json").string(),
-                    liveInfo_->generation(it->second), liveInfo_->staleReason(it->second)};
+    return LiveFileView{(liveInfo_->directory(it->second) / "devices.json").string(),
+                        liveInfo_->generation(it->second), liveInfo_->staleReason(it->second)};
 }
 
 void Inventory::saveInstance(const InstanceState& instance) {

@@ -179,14 +179,8 @@ public:
     std::string instanceResource(const std::string& instance) const;
     bool isConfigurationLevel(const std::string& resource) const;
     std::size_t slotsHeld() const;
-    // The host path of the live file that describes a held slot, and why it is stale
-    // (its last rewrite failed; empty when current); nullopt when no file describes it.
-    struct LiveFile {
-        std::string path;
-        std::uint64_t generation = 0;
-        std::string staleReason;
-    };
-    std::optional<LiveFile> liveFile(const std::string& slotId) const;
+    // The live file that describes a held slot; nullopt when none does.
+    std::optional<LiveFileView> liveFile(const std::string& slotId) const;
     // Offered instances and their slots within capacity: the daemon's status line,
     // counted on every change, so without copying the view.
     struct Offered {

@@ -66,7 +66,11 @@ function slotText(slot) {
   if (slot.state === "held") {
     const h = slot.holder;
     const pod = h.pod ? (h.namespace ? h.namespace + "/" : "") + h.pod : "a pod the kubelet has not named yet";
-    return slot.id + ": held by " + pod + " via " + h.resource + (h.since ? " since " + when(h.since) : "");
+    const live = h.liveFile
+      ? "; live file " + h.liveFile.path + " (generation " + h.liveFile.generation + ")"
+        + (h.liveFile.stale ? ", stale: " + h.liveFile.stale : "")
+      : "";
+    return slot.id + ": held by " + pod + " via " + h.resource + (h.since ? " since " + when(h.since) : "") + live;
   }
   return slot.id + ": " + slot.state;
 }

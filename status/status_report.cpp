@@ -63,6 +63,15 @@ json::object slotJson(const InstanceStatus& instance, const Slot& slot, const js
         holder["pod"] = stringOrNull(slot.pod, sp);
         holder["namespace"] = stringOrNull(slot.podNamespace, sp);
         holder["since"] = timeOrNull(slot.sinceMs, sp);
+        if (auto live = instance.liveFiles.find(slot.deviceId); live != instance.liveFiles.end()) {
+            json::object file(sp);
+            file["path"] = live->second.path;
+            file["generation"] = live->second.generation;
+            file["stale"] = stringOrNull(live->second.staleReason, sp);
+            holder["liveFile"] = std::move(file);
+        } else {
+            holder["liveFile"] = nullptr;
+        }
         o["holder"] = std::move(holder);
     }
     return o;

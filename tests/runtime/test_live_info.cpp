@@ -179,6 +179,14 @@ TEST_F(LiveInfoTest, AllocationMountsReadOnlyDirectoryWithItsPathInEnvironment) 
     EXPECT_EQ(live->path, fileOf(kFoo0Slot).string());
     EXPECT_EQ(live->generation, 1u);
     EXPECT_EQ(live->staleReason, "");
+    // What the status page and `devlet instances --json` show of each held slot.
+    const std::vector<ConfigurationView> view = inventory_->view();
+    ASSERT_EQ(view.size(), 1u);
+    std::map<std::string, std::string> shown;
+    for (const InstanceView& i : view[0].instances)
+        for (const auto& [slot, file] : i.liveFiles) shown[slot] = file.path;
+    EXPECT_EQ(shown, (std::map<std::string, std::string>{{kFoo0Slot, fileOf(kFoo0Slot).string()},
+                                                         {kFoo1Slot, fileOf(kFoo0Slot).string()}}));
 }
 
 TEST_F(LiveInfoTest, AllocationWritesGenerationOneWithEveryProperty) {

@@ -114,6 +114,32 @@ TEST(StatusReport, InstancesCarryStableFieldsAndNoSecrets) {
     EXPECT_EQ(first.at("slots").as_array().at(0).at("state").as_string(), "free");
 }
 
+TEST(StatusReport, HeldSlotShowsItsLiveFile) {
+    StatusSnapshot s = connectedSnapshot();
+    auto& i = s.configurations[0].instances[0];
+    const std::string held = i.slots[1].deviceId;
+    i.liveFiles[held] =
+        LiveFileView{"/var/lib/devlet/pods/" + held + "/devices.json", 3, "No space left on device"};
+    const json::object doc = parse(apiJson("instances", s, {}));
+    const json::array& slots = doc.at("instances").as_array().at(0).at("slots").as_array();
+    const json::object& live = slots.at(1).at("holder").at("liveFile").as_object();
+    EXPECT_EQ(live.at("path").as_string(), "/var/lib/devlet/pods/" + held + "/devices.json");
+    EXPECT_EQ(live.at("generation").to_number<std::uint64_t>(), 3u);
+    EXPECT_EQ(live.at("stale").as_string(), "No space left on device");
+
+    i.liveFiles.clear();
+    const json::object without = parse(apiJson("instances", s, {}));
+    EXPECT_TRUE(without.at("instances")
+                    .as_array()
+                    .at(0)
+                    .at("slots")
+                    .as_array()
+                    .at(1)
+                    .at("holder")
+                    .at("liveFile")
+                    .is_null());
+}
+
 TEST(StatusReport, SummaryLineNamesDevicesSlotsAndKubelet) {
     EXPECT_EQ(summaryLine(connectedSnapshot()), "2 cameras; 1 of 4 slots in use; kubelet connected");
     StatusSnapshot s = connectedSnapshot();
