@@ -726,17 +726,20 @@ ResourceState Inventory::buildResource(const ConfigurationState& c, const Instan
 }
 
 void Inventory::publish() {
-    writeChangedLive();
+    // The live files are written after the plugins have the lists: a synced rewrite per
+    // container must not delay what the kubelet learns.
     if (!scheduler_) {
         publishNow();
+        writeChangedLive();
         return;
     }
-    if ((changed_.empty() && slotChanges_.empty()) || publishScheduled_) return;
+    if ((changed_.empty() && slotChanges_.empty() && liveChanged_.empty()) || publishScheduled_) return;
     publishScheduled_ = true;
     scheduler_([this] {
         publishScheduled_ = false;
         Edit edit(*this);  // the publication latency is shown
         publishNow();
+        writeChangedLive();
     });
 }
 
