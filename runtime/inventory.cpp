@@ -58,6 +58,10 @@ void Inventory::applyConfigurations(const std::vector<Configuration>& configurat
                 owners_.erase(owner);
             changed_.insert(c.resource);  // withdrawn by publish() unless re-owned
         }
+        if (!added && c.configuration.brokerProperties != configuration.brokerProperties) {
+            // Broker properties are among the properties a held device's file shows.
+            for (const auto& [name, instance] : c.instances) liveInstanceChanged(name);
+        }
         c.configuration = configuration;
         c.resource = resource;
         c.removalGrace = grace == removalGrace.end() ? std::chrono::milliseconds(0) : grace->second;
@@ -113,6 +117,7 @@ void Inventory::removeConfiguration(const std::string& name) {
     std::size_t retained = 0;
     for (auto& [instanceName, instance] : c.instances) {
         changed_.insert(instanceResource(instanceName));
+        liveInstanceChanged(instanceName);  // its held slots are shown gone
         const std::size_t held = ledger_.heldBy(instanceName);
         retained += held;
         // A held instance keeps its row: its device id is needed if the configuration returns.

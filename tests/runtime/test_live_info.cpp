@@ -231,6 +231,23 @@ TEST_F(LiveInfoTest, PropertyChangeRewritesWithNextGeneration) {
     EXPECT_EQ(generationOf(readDocument(fileOf(kFoo0Slot))), 2u);
 }
 
+TEST_F(LiveInfoTest, BrokerPropertyChangeAndRemovedConfigurationRewrite) {
+    allocateOk({kFoo0Slot});
+    Configuration configuration = echoConfiguration();
+    configuration.brokerProperties["RESOLUTION"] = "1080p";
+    inventory_->applyConfigurations({configuration}, {{"echo", 0ms}});
+    json::object document = readDocument(fileOf(kFoo0Slot));
+    EXPECT_EQ(generationOf(document), 2u);
+    EXPECT_EQ(property(deviceOf(document, kFoo0Slot), "RESOLUTION_8120FE"), "1080p");
+
+    // Held until its pod is gone, but no longer offered: shown gone, without properties.
+    inventory_->applyConfigurations({}, {});
+    document = readDocument(fileOf(kFoo0Slot));
+    EXPECT_EQ(generationOf(document), 3u);
+    EXPECT_EQ(health(deviceOf(document, kFoo0Slot)), "gone");
+    EXPECT_EQ(property(deviceOf(document, kFoo0Slot), "RESOLUTION_8120FE"), "<none>");
+}
+
 TEST_F(LiveInfoTest, GoneDeviceIsShownGoneAndBackPresent) {
     allocateOk({kFoo0Slot, kFoo1Slot});
     inventory_->reportSnapshot("echo", {echoDevice("foo1")});
