@@ -46,16 +46,6 @@ Outcome makeDirectory(const fs::path& path) {
     return Outcome::ok();
 }
 
-Outcome syncDirectory(const fs::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return failure("cannot open", path, errno);
-    const int rc = ::fsync(fd);
-    const int error = errno;
-    ::close(fd);
-    if (rc != 0) return failure("cannot sync", path, error);
-    return Outcome::ok();
-}
-
 Outcome writeWhole(const fs::path& path, const std::string& text) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, kFileMode);
     if (fd < 0) return failure("cannot create", path, errno);
@@ -71,10 +61,10 @@ Outcome writeWhole(const fs::path& path, const std::string& text) {
         done += static_cast<std::size_t>(n);
     }
     // The umask may have taken bits the container needs to read.
-    if (::fchmod(fd, kFileMode) != 0 || ::fsync(fd) != 0) {
+    if (::fchmod(fd, kFileMode) != 0) {
         const int error = errno;
         ::close(fd);
-        return failure("cannot sync", path, error);
+        return failure("cannot set the mode of", path, error);
     }
     if (::close(fd) != 0) return failure("cannot close", path, errno);
     return Outcome::ok();
@@ -143,8 +133,9 @@ Outcome LiveInfoWriter::write(const std::string& allocation, const std::vector<L
     if (outcome) outcome = writeWhole(dir / kTemporary, text);
     if (outcome && ::rename((dir / kTemporary).c_str(), (dir / kFile).c_str()) != 0)
         outcome = failure("cannot replace", dir / kFile, errno);
-    // The rename is durable only once the directory is synced.
-    if (outcome) outcome = syncDirectory(dir);
+    // Not synced: a reader needs only the rename to see a whole document, and after a
+    // crash or a power cut devlet rewrites every file from state.db when it starts. A
+    // flush per file would hold the event loop (and Allocate) for the disk.
     if (!outcome) {
         std::error_code ignored;
         fs::remove(dir / kTemporary, ignored);

@@ -1,10 +1,10 @@
 #pragma once
 // The live files of the containers that hold devices: one directory per allocation under
 // `<stateDir>/pods/`, mounted read-only into the container, holding `devices.json`, which
-// is replaced whole (write, fsync, rename, fsync the directory) each time something about
-// a held device changes, with a generation one higher. Environment variables are frozen
-// when a container starts; this file is not. Lives on the loop thread; the inventory
-// says what to write (docs/live-info.md has the format).
+// is replaced whole (written aside, renamed over it; not flushed, as devlet rewrites
+// every file at start) each time something about a held device changes, with a generation one higher.
+// Environment variables are frozen when a container starts; this file is not. Lives on the loop thread; the
+// inventory says what to write (docs/live-info.md has the format).
 
 #include <cstdint>
 #include <filesystem>
