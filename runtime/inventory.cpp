@@ -731,7 +731,7 @@ ResourceState Inventory::buildResource(const ConfigurationState& c, const Instan
 }
 
 void Inventory::publish() {
-    // The live files are written after the plugins have the lists: a synced rewrite per
+    // The live files are written after the plugins have the lists: a rewrite per
     // container must not delay what the kubelet learns.
     if (!scheduler_) {
         publishNow();
