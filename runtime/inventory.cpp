@@ -519,20 +519,8 @@ ContainerGrant Inventory::grantFor(const ConfigurationState& c,
     std::set<std::string> devicePaths;
     std::set<std::string> mountPaths;
     for (const InstanceState* instance : instances) {
-        const std::string hash = upper(instance->name.substr(instance->name.rfind('-') + 1));
-        auto put = [&](const std::string& key, const std::string& value) {
-            grant.envs.try_emplace(key, value);  // the first device keeps the plain name
-            grant.envs[key + "_" + hash] = value;
-        };
-        // A broker property wins over a device property of the same name, in both KEY and
-        // KEY_<HASH>, as in Akri: its agent appends the Configuration's brokerProperties
-        // after the device's own properties (agent/src/device_manager/in_memory.rs `get`,
-        // and discovery_handler_registry.rs `device_to_instance` for the Instance), and
-        // `cdi_device_to_car` (plugin_manager/device_plugin_instance_controller.rs) turns
-        // that list into the env map, where the later entry stays.
-        std::map<std::string, std::string> properties = c.configuration.brokerProperties;
-        properties.insert(instance->device.properties.begin(), instance->device.properties.end());
-        for (const auto& [key, value] : properties) put(key, value);
+        // The first device keeps the plain names; every device has its KEY_<HASH> names.
+        for (const auto& [key, value] : deviceEnvironment(c, *instance)) grant.envs.try_emplace(key, value);
         for (const DeviceNode& node : instance->device.nodes) {
             DeviceNode spec = node;
             if (spec.containerPath.empty()) spec.containerPath = spec.hostPath;
@@ -868,13 +856,19 @@ void Inventory::setLiveInfoDirectory(const std::string& stateDir) {
 
 std::map<std::string, std::string> Inventory::deviceEnvironment(const ConfigurationState& c,
                                                                 const InstanceState& instance) const {
-    // As grantFor merges them: a broker property wins over a device property.
     const std::string hash = upper(instance.name.substr(instance.name.rfind('-') + 1));
+    // A broker property wins over a device property of the same name, in both KEY and
+    // KEY_<HASH>, as in Akri: its agent appends the Configuration's brokerProperties
+    // after the device's own properties (agent/src/device_manager/in_memory.rs `get`,
+    // and discovery_handler_registry.rs `device_to_instance` for the Instance), and
+    // `cdi_device_to_car` (plugin_manager/device_plugin_instance_controller.rs) turns
+    // that list into the env map, where the later entry stays.
     std::map<std::string, std::string> properties = c.configuration.brokerProperties;
     properties.insert(instance.device.properties.begin(), instance.device.properties.end());
     std::map<std::string, std::string> environment;
     for (const auto& [key, value] : properties) {
-        environment[key] = value;
+        environment.try_emplace(key,
+                                value);  // a property named like another's KEY_<HASH> does not replace it
         environment[key + "_" + hash] = value;
     }
     return environment;

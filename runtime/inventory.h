@@ -279,7 +279,8 @@ private:
 
     // Live files (see setLiveInfoDirectory). An allocation is named by the first slot of
     // its container's grant: a name that a restart can read back from the directory.
-    // The environment names of one device's properties: KEY and KEY_<HASH>.
+    // The environment of one device's properties, KEY and KEY_<HASH>: what Allocate gives
+    // and the live file shows.
     std::map<std::string, std::string> deviceEnvironment(const ConfigurationState& c,
                                                          const InstanceState& instance) const;
     LiveDevice liveDevice(const Slot& slot) const;
