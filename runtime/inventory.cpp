@@ -915,14 +915,18 @@ void Inventory::liveSlotGone(const std::string& slotId) {
     if (auto outcome = liveInfo_->remove(allocation); !outcome) log.warning() << outcome.error();
 }
 
-bool Inventory::writeLive(const std::string& allocation) {
+std::vector<LiveDevice> Inventory::liveDevices(const std::string& allocation) {
     std::vector<LiveDevice> devices;
     for (const std::string& id : liveSlots_[allocation]) {
         auto [instance, index] = splitSlotId(id);
         if (const Slot* slot = ledger_.holder(instance, index)) devices.push_back(liveDevice(*slot));
     }
-    const std::string staleBefore = liveInfo_->staleReason(allocation);
-    if (auto outcome = liveInfo_->write(allocation, devices); !outcome) {
+    return devices;
+}
+
+bool Inventory::liveWritten(const std::string& allocation, const std::string& staleBefore,
+                            const Outcome& outcome) {
+    if (!outcome) {
         if (outcome.error() != staleBefore)
             event("warning", allocation,
                   "the live file of " + allocation + " keeps its last content: " + outcome.error());
@@ -933,14 +937,26 @@ bool Inventory::writeLive(const std::string& allocation) {
     return true;
 }
 
+bool Inventory::writeLive(const std::string& allocation) {
+    const std::string staleBefore = liveInfo_->staleReason(allocation);
+    return liveWritten(allocation, staleBefore, liveInfo_->write(allocation, liveDevices(allocation)));
+}
+
 void Inventory::writeChangedLive() {
     if (!liveInfo_ || liveChanged_.empty()) return;
     std::set<std::string> changed;
     changed.swap(liveChanged_);
+    std::vector<LiveInfoWriter::Document> documents;
+    std::vector<std::string> staleBefore;
     for (const std::string& allocation : changed) {
-        // One that failed is tried again with the next change.
-        if (liveSlots_.count(allocation)) (void)writeLive(allocation);
+        if (!liveSlots_.count(allocation)) continue;
+        staleBefore.push_back(liveInfo_->staleReason(allocation));
+        documents.emplace_back(allocation, liveDevices(allocation));
     }
+    // One that failed is tried again with the next change.
+    const std::vector<Outcome> outcomes = liveInfo_->writeAll(documents);
+    for (std::size_t i = 0; i < documents.size(); ++i)
+        (void)liveWritten(documents[i].first, staleBefore[i], outcomes[i]);
 }
 
 void Inventory::rebuildLive() {

@@ -288,7 +288,11 @@ private:
     void liveInstanceChanged(const std::string& instance);
     // The allocation no longer lists the slot; an allocation left empty is removed.
     void liveSlotGone(const std::string& slotId);
+    std::vector<LiveDevice> liveDevices(const std::string& allocation);
+    // Records the outcome of a write as events (stale, current again); true when written.
+    bool liveWritten(const std::string& allocation, const std::string& staleBefore, const Outcome& outcome);
     bool writeLive(const std::string& allocation);
+    // Every allocation changed since the last publish, with one flush of the disk.
     void writeChangedLive();
     void rebuildLive();
 

@@ -46,28 +46,39 @@ Outcome makeDirectory(const fs::path& path) {
     return Outcome::ok();
 }
 
-Outcome writeWhole(const fs::path& path, const std::string& text) {
+// Writes the whole text to a new file; `flush` makes its data reach the disk before the
+// file is closed (the caller renames it into place afterwards).
+Outcome writeWhole(const fs::path& path, const std::string& text, bool flush) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, kFileMode);
     if (fd < 0) return failure("cannot create", path, errno);
+    auto fail = [&](const char* what) {
+        const int error = errno;
+        ::close(fd);
+        return failure(what, path, error);
+    };
     std::size_t done = 0;
     while (done < text.size()) {
         const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            const int error = errno;
-            ::close(fd);
-            return failure("cannot write", path, error);
-        }
+        if (n < 0) return fail("cannot write");
         done += static_cast<std::size_t>(n);
     }
     // The umask may have taken bits the container needs to read.
-    if (::fchmod(fd, kFileMode) != 0) {
-        const int error = errno;
-        ::close(fd);
-        return failure("cannot set the mode of", path, error);
-    }
+    if (::fchmod(fd, kFileMode) != 0) return fail("cannot set the mode of");
+    if (flush && ::fdatasync(fd) != 0) return fail("cannot flush");
     if (::close(fd) != 0) return failure("cannot close", path, errno);
     return Outcome::ok();
+}
+
+// Flushes every file written on the file system that holds `directory`: one flush of the
+// disk for a whole batch of documents, where one per file would cost a flush each.
+Outcome flushFileSystem(const fs::path& directory) {
+    const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return failure("cannot open", directory, errno);
+    const int result = ::syncfs(fd);
+    const int error = errno;
+    ::close(fd);
+    return result == 0 ? Outcome::ok() : failure("cannot flush the file system of", directory, error);
 }
 
 // Allocation names become directory names: slot ids, never a path of their own.
@@ -123,28 +134,59 @@ std::string LiveInfoWriter::render(const std::string& allocation, std::uint64_t 
 }
 
 Outcome LiveInfoWriter::write(const std::string& allocation, const std::vector<LiveDevice>& devices) {
-    if (!validName(allocation))
-        return Outcome::failure("\"" + allocation + "\" cannot name a live-info directory");
-    const std::uint64_t generation = generations_[allocation] + 1;
-    const fs::path dir = directory(allocation);
-    const std::string text = render(allocation, generation, wallMs(), devices);
-    Outcome outcome = makeDirectory(pods_);
-    if (outcome) outcome = makeDirectory(dir);
-    if (outcome) outcome = writeWhole(dir / kTemporary, text);
-    if (outcome && ::rename((dir / kTemporary).c_str(), (dir / kFile).c_str()) != 0)
-        outcome = failure("cannot replace", dir / kFile, errno);
-    // Not synced: a reader needs only the rename to see a whole document, and after a
-    // crash or a power cut devlet rewrites every file from state.db when it starts. A
-    // flush per file would hold the event loop (and Allocate) for the disk.
-    if (!outcome) {
-        std::error_code ignored;
-        fs::remove(dir / kTemporary, ignored);
-        stale_[allocation] = outcome.error();
-        return outcome;
+    return writeAll({{allocation, devices}}).front();
+}
+
+std::vector<Outcome> LiveInfoWriter::writeAll(const std::vector<Document>& documents) {
+    std::vector<Outcome> outcomes(documents.size(), Outcome::ok());
+    // One document is flushed by itself; a batch is written whole, then flushed at once.
+    const bool batch = documents.size() > 1;
+    const Outcome pods = makeDirectory(pods_);
+    const std::int64_t now = wallMs();
+    for (std::size_t i = 0; i < documents.size(); ++i) {
+        const auto& [allocation, devices] = documents[i];
+        Outcome& outcome = outcomes[i];
+        if (!validName(allocation)) {
+            outcome = Outcome::failure("\"" + allocation + "\" cannot name a live-info directory");
+            continue;
+        }
+        const fs::path dir = directory(allocation);
+        outcome = pods;
+        if (outcome) outcome = makeDirectory(dir);
+        if (outcome)
+            outcome = writeWhole(dir / kTemporary,
+                                 render(allocation, generations_[allocation] + 1, now, devices), !batch);
     }
-    generations_[allocation] = generation;
-    stale_.erase(allocation);
-    return Outcome::ok();
+    // Flushed before the rename: after a power cut a reader finds the old document or the
+    // new one, never a file the rename made visible before its data reached the disk.
+    if (batch) {
+        bool written = false;
+        for (const Outcome& outcome : outcomes) written = written || outcome;
+        if (written) {
+            if (Outcome flushed = flushFileSystem(pods_); !flushed) {
+                for (Outcome& outcome : outcomes) {
+                    if (outcome) outcome = flushed;
+                }
+            }
+        }
+    }
+    for (std::size_t i = 0; i < documents.size(); ++i) {
+        const std::string& allocation = documents[i].first;
+        Outcome& outcome = outcomes[i];
+        if (!validName(allocation)) continue;
+        const fs::path dir = directory(allocation);
+        if (outcome && ::rename((dir / kTemporary).c_str(), (dir / kFile).c_str()) != 0)
+            outcome = failure("cannot replace", dir / kFile, errno);
+        if (!outcome) {
+            std::error_code ignored;
+            fs::remove(dir / kTemporary, ignored);
+            stale_[allocation] = outcome.error();
+            continue;
+        }
+        ++generations_[allocation];
+        stale_.erase(allocation);
+    }
+    return outcomes;
 }
 
 Outcome LiveInfoWriter::remove(const std::string& allocation) {

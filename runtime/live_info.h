@@ -1,8 +1,8 @@
 #pragma once
 // The live files of the containers that hold devices: one directory per allocation under
 // `<stateDir>/pods/`, mounted read-only into the container, holding `devices.json`, which
-// is replaced whole (written aside, renamed over it; not flushed, as devlet rewrites
-// every file at start) each time something about a held device changes, with a generation one higher.
+// is replaced whole (written aside, flushed, renamed over it) each time something about a
+// held device changes, with a generation one higher.
 // Environment variables are frozen when a container starts; this file is not. Lives on the loop thread; the
 // inventory says what to write (docs/live-info.md has the format).
 
@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/instance.h"
@@ -52,6 +53,10 @@ public:
     // Writes the allocation's file anew, its generation one higher than the last one
     // written (1 for a new allocation). On failure the previous file stays as it was.
     Outcome write(const std::string& allocation, const std::vector<LiveDevice>& devices);
+    // Writes several allocations' files with one flush of the disk for all of them; an
+    // outcome per document, in order. A failed one keeps its previous file.
+    using Document = std::pair<std::string, std::vector<LiveDevice>>;  // allocation, devices
+    std::vector<Outcome> writeAll(const std::vector<Document>& documents);
     // Removes the allocation's directory and everything in it.
     Outcome remove(const std::string& allocation);
     // The allocations whose directories exist (after a restart), with what their files say.

@@ -318,6 +318,31 @@ TEST_F(LiveInfoTest, FailedRewriteKeepsLastContentAndSaysWhy) {
     EXPECT_EQ(inventory_->liveFile(kFoo0Slot)->staleReason, "");
 }
 
+// One report that changes two containers' devices writes both files with one flush; a
+// file that cannot be written keeps its content without holding back the other.
+TEST_F(LiveInfoTest, OneReportRewritesEveryContainerItChanges) {
+    allocateOk({kFoo0Slot});
+    allocateOk({kFoo1Slot});
+    fs::create_directory(allocationDir(kFoo1Slot) / ".devices.json.tmp");
+    inventory_->reportSnapshot("echo", {echoDevice("foo0", "10.0.0.2"), echoDevice("foo1", "10.0.0.3")});
+    json::object first = readDocument(fileOf(kFoo0Slot));
+    json::object second = readDocument(fileOf(kFoo1Slot));
+    EXPECT_EQ(generationOf(first), 2u);
+    EXPECT_EQ(property(deviceOf(first, kFoo0Slot), "ADDRESS"), "10.0.0.2");
+    EXPECT_EQ(generationOf(second), 1u);
+    EXPECT_EQ(property(deviceOf(second, kFoo1Slot), "ADDRESS"), "10.0.0.1");
+    EXPECT_NE(inventory_->liveFile(kFoo1Slot)->staleReason, "");
+    EXPECT_FALSE(fs::exists(allocationDir(kFoo0Slot) / ".devices.json.tmp"));
+
+    fs::remove(allocationDir(kFoo1Slot) / ".devices.json.tmp");
+    inventory_->reportSnapshot("echo", {echoDevice("foo0", "10.0.0.4"), echoDevice("foo1", "10.0.0.5")});
+    EXPECT_EQ(generationOf(readDocument(fileOf(kFoo0Slot))), 3u);
+    second = readDocument(fileOf(kFoo1Slot));
+    EXPECT_EQ(generationOf(second), 2u);
+    EXPECT_EQ(property(deviceOf(second, kFoo1Slot), "ADDRESS"), "10.0.0.5");
+    EXPECT_EQ(inventory_->liveFile(kFoo1Slot)->staleReason, "");
+}
+
 TEST_F(LiveInfoTest, ReaderNeverSeesPartialDocument) {
     allocateOk({kFoo0Slot, kFoo1Slot});
     constexpr int kRewrites = 200;
