@@ -1,15 +1,44 @@
 #include "tests/integration/fault_support.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 namespace devlet::test {
 
 namespace {
 constexpr std::string_view kHealthy = "Healthy";
 }  // namespace
+
+std::string enterPrivateMountNamespace() {
+    static std::string problem = [] {
+        if (::unshare(CLONE_NEWNS) != 0)
+            return std::string("cannot create a mount namespace (needs root): ") + std::strerror(errno);
+        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+            return std::string("cannot make mounts private: ") + std::strerror(errno);
+        return std::string();
+    }();
+    return problem;
+}
+
+void fillFileSystem(const std::filesystem::path& file) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    const std::string chunk(64 * 1024, 'x');
+    for (std::size_t size : {chunk.size(), std::size_t{4096}, std::size_t{1}}) {
+        while (::write(fd, chunk.data(), size) > 0) {
+        }
+    }
+    ::close(fd);
+}
 
 int faultRounds(int ci, int manual) {
     int rounds = ci;

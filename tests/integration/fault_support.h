@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
@@ -18,6 +19,12 @@
 #include "tests/support/kubelet_simulator.h"
 
 namespace devlet::test {
+
+// Enters a mount namespace of its own (once per process), so that mounts made by a test
+// vanish with it whatever way it ends. Empty when done; otherwise why not (needs root).
+std::string enterPrivateMountNamespace();
+// Fills the file system that holds `file` until a write fails for want of space.
+void fillFileSystem(const std::filesystem::path& file);
 
 // Rounds of a storm: `ci` by default, `manual` with DEVLET_FAULTS=long, or exactly
 // DEVLET_FAULT_ROUNDS. Says which on stdout, so a failing run can be repeated.

@@ -10,8 +10,6 @@
 #include <cstring>
 #include <fstream>
 
-#include <fcntl.h>
-#include <sched.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,36 +25,12 @@ constexpr const char* kFoo0 = "akri.sh/cams-8120fe";
 constexpr const char* kFoo1 = "akri.sh/cams-a19705";
 const std::vector<std::string> kResources = {kCl, kFoo0, kFoo1};
 
-// Mounts made here vanish with the test process, whatever way it ends.
-std::string enterPrivateMountNamespace() {
-    static std::string problem = [] {
-        if (::unshare(CLONE_NEWNS) != 0)
-            return std::string("cannot create a mount namespace (needs root): ") + std::strerror(errno);
-        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-            return std::string("cannot make mounts private: ") + std::strerror(errno);
-        return std::string();
-    }();
-    return problem;
-}
-
 bool alive(pid_t pid) {
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
     std::string line;
     std::getline(stat, line);
     const auto paren = line.rfind(')');
     return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
-}
-
-// Fills the file system under dir until a write fails for want of space.
-void fill(const std::filesystem::path& file) {
-    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    ASSERT_GE(fd, 0) << std::strerror(errno);
-    const std::string chunk(64 * 1024, 'x');
-    for (std::size_t size : {chunk.size(), std::size_t{4096}, std::size_t{1}}) {
-        while (::write(fd, chunk.data(), size) > 0) {
-        }
-    }
-    ::close(fd);
 }
 
 class StateDiskTest : public DaemonTest {
@@ -125,7 +99,7 @@ TEST_F(StateDiskTest, FullDiskRefusesAllocateAndRecoversWhenSpaceReturns) {
     auto first = kubelet_->allocate("default", "pod-a", "main", kCl, 1);
     ASSERT_TRUE(first.ok) << first.error;
 
-    fill(daemon_->stateDir() / "filler");
+    fillFileSystem(daemon_->stateDir() / "filler");
     // Pods keep coming. SQLite may still find room in a page it already has; whatever it
     // grants it has recorded, and soon it must refuse.
     std::vector<std::string> refusals;
