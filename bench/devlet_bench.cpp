@@ -2,8 +2,9 @@
 // capacity C each, in one or more configurations (N instance-level resources + one
 // configuration-level resource per configuration), to the kubelet simulator over real
 // unix-socket gRPC. Prints the time from daemon start to every
-// plugin registered, Allocate latency, device change to ListAndWatch latency, kubelet
-// restart to every plugin registered again, and the daemon's peak RSS. Figures only: it
+// plugin registered, Allocate latency, device change to ListAndWatch latency and to the
+// holding container's live file, kubelet restart to every plugin registered again, and the
+// daemon's peak RSS. Figures only: it
 // never fails because a figure misses its target.
 
 #include <algorithm>
@@ -17,14 +18,18 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -50,6 +55,62 @@ constexpr const char* kToggle = "toggle";   // one instance whose availability i
 std::chrono::milliseconds phaseLimit(std::size_t plugins) {
     return 30s + std::chrono::milliseconds(10 * plugins);
 }
+
+// When a new document is renamed into a live-file directory, as a container's reader
+// would learn of it (inotify, moved_to), timed on a thread of its own.
+class LiveFileWatch {
+public:
+    explicit LiveFileWatch(const std::filesystem::path& directory) : fd_(::inotify_init1(IN_CLOEXEC)) {
+        if (fd_ < 0 || ::inotify_add_watch(fd_, directory.c_str(), IN_MOVED_TO) < 0)
+            throw std::runtime_error("cannot watch " + directory.string());
+        thread_ = std::thread([this] { run(); });
+    }
+    ~LiveFileWatch() {
+        done_ = true;
+        thread_.join();
+        ::close(fd_);
+    }
+    std::size_t count() const {
+        std::lock_guard lock(mutex_);
+        return times_.size();
+    }
+    // When the k-th document (from 0) arrived; waits for it up to `limit`.
+    std::optional<Clock::time_point> arrival(std::size_t k, std::chrono::milliseconds limit) const {
+        const auto deadline = Clock::now() + limit;
+        while (Clock::now() < deadline) {
+            {
+                std::lock_guard lock(mutex_);
+                if (k < times_.size()) return times_[k];
+            }
+            std::this_thread::sleep_for(100us);
+        }
+        return std::nullopt;
+    }
+
+private:
+    void run() {
+        alignas(inotify_event) char buffer[4096];
+        while (!done_) {
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, 50) <= 0) continue;
+            const ssize_t n = ::read(fd_, buffer, sizeof buffer);
+            const auto now = Clock::now();
+            for (ssize_t at = 0; at < n;) {
+                const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+                if (event->len && std::string_view(event->name) == "devices.json") {
+                    std::lock_guard lock(mutex_);
+                    times_.push_back(now);
+                }
+                at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+            }
+        }
+    }
+    int fd_;
+    std::atomic<bool> done_{false};
+    mutable std::mutex mutex_;
+    std::vector<Clock::time_point> times_;
+    std::thread thread_;
+};
 
 struct Options {
     int instances = 1000;
@@ -318,7 +379,8 @@ private:
     }
 
     // One more instance, in a configuration of its own, goes OFFLINE and comes back: the
-    // instance's resource and its configuration's resource each send one new device list.
+    // instance's resource and its configuration's resource each send one new device list,
+    // and the live file of the container that holds one of its slots is rewritten.
     void toggles() {
         const auto availability = dir_.path() / "toggle-available";
         const std::string il = resourceOf(toggleInstance_);
@@ -328,15 +390,31 @@ private:
         test::writeFile(daemon_.confDir() / "toggle.yaml",
                         echoConfiguration(kToggle, {"toggle-device"}, options_.capacity, availability));
         waitArrivals("the toggled configuration's first device lists");
+        // A container holds one slot: the configuration's resource lists it Unhealthy.
+        tracker_.expect({{il, {cap, cap}}, {cl, {cap, cap - 1}}}, Clock::time_point{});
+        const test::AllocationResult held = kubelet_.allocate("bench", "toggle-holder", "main", il, 1);
+        if (!held.ok) fail("the toggled instance's slot was not allocated: " + held.error);
+        std::filesystem::path liveDirectory;
+        for (const auto& mount : held.response.mounts()) {
+            if (mount.container_path() == "/run/devlet/info") liveDirectory = mount.host_path();
+        }
+        if (liveDirectory.empty()) fail("the Allocate answer has no live-file mount");
+        waitArrivals("the device lists after the allocation");
         std::this_thread::sleep_for(200ms);  // the reload's republishing has settled
+        LiveFileWatch watch(liveDirectory);
         std::vector<double> samples;
+        std::vector<double> fileSamples;
         for (int i = 0; i < options_.toggles; ++i) {
             const bool offline = i % 2 == 0;
-            const WantedState wanted{cap, offline ? 0 : cap};
-            tracker_.expect({{il, wanted}, {cl, wanted}}, Clock::now());
+            tracker_.expect({{il, {cap, offline ? 0 : cap}}, {cl, {cap, offline ? 0 : cap - 1}}},
+                            Clock::now());
+            const std::size_t documents = watch.count();
             const auto start = changeAvailability(availability, offline);
             samples.push_back(
                 ms(waitArrivals(std::string("toggle to ") + (offline ? "OFFLINE" : "available")) - start));
+            const auto written = watch.arrival(documents, 10s);
+            if (!written) fail("the holder's live file was not rewritten");
+            fileSamples.push_back(ms(*written - start));
         }
         figures_.push_back(
             {"device change -> ListAndWatch p50 (" + std::to_string(samples.size()) + " changes)",
@@ -345,6 +423,10 @@ private:
              {}});
         figures_.push_back({"device change -> ListAndWatch p99", percentile(samples, 99), "ms", 10});
         figures_.push_back({"device change -> ListAndWatch max", percentile(samples, 100), "ms", {}});
+        figures_.push_back(
+            {"device change -> holder's live file rewritten p50", percentile(fileSamples, 50), "ms", {}});
+        figures_.push_back(
+            {"device change -> holder's live file rewritten p99", percentile(fileSamples, 99), "ms", {}});
     }
 
     // All N instances of the big configuration go OFFLINE at once and come back:
