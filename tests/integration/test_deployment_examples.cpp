@@ -3,7 +3,8 @@
 // installs them, and the pods of its Kubernetes manifests are admitted as the kubelet
 // admits them (one Allocate per container and resource, GetPreferredAllocation first),
 // with every resource request read from the manifests themselves, so the examples and
-// this test cannot drift apart.
+// this test cannot drift apart. The camera-pool broker's shell script runs here too, against
+// the live file the daemon writes for the admitted pod.
 //
 // Real handlers where a testbed exists: USB webcams (udev) and Intel GPUs (gpu) on a
 // umockdev testbed that the forked daemon inherits (those tests skip without umockdev).
@@ -14,16 +15,22 @@
 
 #include <algorithm>
 #include <cctype>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include "tests/integration/fixture.h"
@@ -160,9 +167,17 @@ int documentsOfKind(const std::string& text, const std::string& kind) {
 
 // --- ONVIF stand-ins --------------------------------------------------------------------
 
+// What stand-in cameras have beyond a description each.
+struct StandInExtras {
+    std::string availabilityFile;  // OFFLINE in it takes every stand-in away; "" = always there
+    // Properties of every stand-in, as spec.brokerProperties: the onvif handler's own
+    // properties (stream URIs) are per camera, which debugEcho devices cannot have.
+    std::map<std::string, std::string> properties;
+};
+
 // The configuration document(s) with each onvif discovery handler replaced by `cameras`
 // shared debugEcho devices (shared like network cameras); everything else as it is.
-std::string withStandInCameras(const std::string& text, int cameras) {
+std::string withStandInCameras(const std::string& text, int cameras, const StandInExtras& extras = {}) {
     YAML::Emitter out;
     for (YAML::Node doc : YAML::LoadAll(text)) {
         if (doc["spec"] && doc["spec"]["discoveryHandler"] &&
@@ -170,10 +185,16 @@ std::string withStandInCameras(const std::string& text, int cameras) {
             std::string details = "descriptions:\n";
             for (int i = 0; i < cameras; ++i) details += "  - camera-" + std::to_string(i) + "\n";
             details += "shared: true\n";
+            if (!extras.availabilityFile.empty())
+                details += "availabilityFile: " + extras.availabilityFile + "\n";
             YAML::Node handler;
             handler["name"] = "debugEcho";
             handler["discoveryDetails"] = details;
             doc["spec"]["discoveryHandler"] = handler;
+            for (const auto& [key, value] : extras.properties) doc["spec"]["brokerProperties"][key] = value;
+            // A camera that went away stays held and listed as the onvif handler keeps it
+            // (5 minutes), where a debugEcho device would be withdrawn at once.
+            if (!extras.availabilityFile.empty()) doc["spec"]["devlet"]["removalGracePeriodSeconds"] = 300;
         }
         out << YAML::BeginDoc << doc;
     }
@@ -202,10 +223,97 @@ std::vector<std::string> split(const std::string& text, char separator) {
     return parts;
 }
 
+// The first directory of PATH that holds an executable `name`, or "".
+std::string onPath(const std::string& name) {
+    const char* path = std::getenv("PATH");
+    for (const std::string& dir : split(path ? path : "", ':')) {
+        const fs::path candidate = fs::path(dir) / name;
+        if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+    return "";
+}
+
 std::set<std::string> hostPaths(const v1beta1::ContainerAllocateResponse& response) {
     std::set<std::string> paths;
     for (const auto& device : response.devices()) paths.insert(device.host_path());
     return paths;
+}
+
+// --- A broker script beside the test ---------------------------------------------------
+
+// A program running while the test goes on, stdout and stderr into a file. It runs in its
+// own process group, which is ended with it: a shell script's children (inotifywait, jq)
+// go too.
+class BackgroundProgram {
+public:
+    BackgroundProgram(std::vector<std::string> argv, const std::vector<std::string>& environment,
+                      fs::path output)
+        : output_(std::move(output)) {
+        // Everything the child needs is prepared before fork: the test has threads (the
+        // kubelet simulator's), so the child may only exec.
+        std::vector<std::string> env;
+        for (char** e = environ; *e; ++e) {
+            const std::string entry = *e;
+            const std::string name = entry.substr(0, entry.find('=') + 1);
+            if (std::none_of(environment.begin(), environment.end(),
+                             [&](const std::string& x) { return x.starts_with(name); }))
+                env.push_back(entry);
+        }
+        env.insert(env.end(), environment.begin(), environment.end());
+        std::vector<char*> argvp, envp;
+        for (std::string& a : argv) argvp.push_back(a.data());
+        for (std::string& e : env) envp.push_back(e.data());
+        argvp.push_back(nullptr);
+        envp.push_back(nullptr);
+        const int fd = ::open(output_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) return;
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            ::setpgid(0, 0);
+            ::dup2(fd, 1);
+            ::dup2(fd, 2);
+            ::execve(argvp[0], argvp.data(), envp.data());
+            ::_exit(127);
+        }
+        ::close(fd);
+    }
+    ~BackgroundProgram() {
+        if (pid_ <= 0) return;
+        ::kill(-pid_, SIGTERM);
+        ::waitpid(pid_, nullptr, 0);
+    }
+    BackgroundProgram(const BackgroundProgram&) = delete;
+    BackgroundProgram& operator=(const BackgroundProgram&) = delete;
+
+    bool started() const { return pid_ > 0; }
+    std::string output() const { return readFile(output_); }
+
+private:
+    fs::path output_;
+    pid_t pid_ = -1;
+};
+
+// The last view watch-streams.sh printed: after the last "generation N" line, one line
+// per camera, "<instance> <health> <stream URI>...".
+std::map<std::string, std::string> lastView(const std::string& output) {
+    std::map<std::string, std::string> view;
+    for (const std::string& line : split(output, '\n')) {
+        if (line.starts_with("generation ")) {
+            view.clear();
+        } else if (const auto space = line.find(' '); space != std::string::npos) {
+            view[line.substr(0, space)] = line.substr(space + 1);
+        }
+    }
+    return view;
+}
+
+bool waitUntil(const std::function<bool()>& predicate, std::chrono::milliseconds timeout = 20s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!predicate()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(20ms);
+    }
+    return true;
 }
 
 // --- The fixture ------------------------------------------------------------------------
@@ -220,15 +328,15 @@ struct Admission {
 class ExamplesTest : public DaemonTest {
 protected:
     // Copies the example's conf.d/*.yaml into the conf dir, onvif ones with `cameras`
-    // stand-in cameras.
-    void install(const std::string& example, int cameras = 0) {
+    // stand-in cameras. Called again, it rewrites them: devlet reloads them as it runs.
+    void install(const std::string& example, int cameras = 0, const StandInExtras& extras = {}) {
         const auto files = filesIn(deployment(example) / "conf.d", ".yaml");
         ASSERT_FALSE(files.empty()) << example;
         for (const fs::path& file : files) {
             std::string text = readFile(file);
             if (text.find("name: onvif") != std::string::npos) {
                 ASSERT_GT(cameras, 0) << file << " needs stand-in cameras";
-                text = withStandInCameras(text, cameras);
+                text = withStandInCameras(text, cameras, extras);
             }
             writeFile(daemon_->confDir() / file.filename(), text);
         }
@@ -373,7 +481,7 @@ TEST_F(ExamplesTest, CameraPoolGivesEachPodThreeDifferentCameras) {
     for (const std::string name : {"multi-view-a", "multi-view-b"}) {
         Admission admission = admit(pod, name);
         ASSERT_TRUE(admission.ok) << name << ": " << admission.error;
-        const AllocationResult& result = admission.containers.at("viewer").at(resource);
+        const AllocationResult& result = admission.containers.at("broker").at(resource);
         std::set<std::string> cameras;
         for (const std::string& slot : result.deviceIds) cameras.insert(instanceOf(slot));
         EXPECT_EQ(cameras.size(), static_cast<std::size_t>(count)) << name << " got a camera twice";
@@ -401,10 +509,98 @@ TEST_F(ExamplesTest, CameraPoolGivesEachPodThreeDifferentCameras) {
         if (heldPerCamera[instanceOf(id)] == 0) idle = instanceOf(id);
     ASSERT_FALSE(idle.empty());
     AllocationResult twice =
-        kubelet_->allocateIds("default", "greedy", "viewer", resource, {idle + "-0", idle + "-1"});
+        kubelet_->allocateIds("default", "greedy", "broker", resource, {idle + "-0", idle + "-1"});
     EXPECT_FALSE(twice.ok);
     EXPECT_NE(twice.error.find("requires distinct devices"), std::string::npos) << twice.error;
 }
+
+// The camera-pool broker's script (camera-pool/broker/watch-streams.sh, which the pod's
+// manifest carries in a ConfigMap) against the live file the real daemon keeps for the
+// pod: while the pod runs, its cameras' stream URIs change and the cameras go away and
+// come back, and the script prints each new view. Once with inotifywait, once polling.
+class CameraPoolBrokerTest : public ExamplesTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(CameraPoolBrokerTest, BrokerPrintsTheNewStreamUrisWhileThePodRuns) {
+    const fs::path script = deployment("camera-pool") / "broker" / "watch-streams.sh";
+    const fs::path manifest = deployment("camera-pool") / "kubernetes" / "multi-view.yaml";
+    std::string carried;
+    for (const YAML::Node& doc : YAML::LoadAll(readFile(manifest))) {
+        if (doc["kind"] && doc["kind"].as<std::string>() == "ConfigMap")
+            carried = doc["data"]["watch-streams.sh"].as<std::string>();
+    }
+    EXPECT_EQ(carried, readFile(script)) << manifest << " does not carry " << script << " as it is";
+
+    const std::string jq = onPath("jq");
+    if (jq.empty()) GTEST_SKIP() << "jq is not installed (scripts/install-deps installs it)";
+    std::vector<std::string> environment;
+    if (GetParam() == "inotifywait") {
+        if (onPath("inotifywait").empty())
+            GTEST_SKIP() << "inotifywait is not installed (inotify-tools, scripts/install-deps installs it)";
+    } else {
+        // jq and sleep only: without inotifywait the script reads the file again and again.
+        const fs::path bin = dir_.path() / "bin-without-inotifywait";
+        fs::create_directories(bin);
+        fs::create_symlink(jq, bin / "jq");
+        fs::create_symlink(onPath("sleep"), bin / "sleep");
+        environment = {"PATH=" + bin.string(), "DEVLET_POLL_SECONDS=0.2"};
+    }
+
+    const fs::path availability = dir_.path() / "cameras-available";
+    writeFile(availability, "\n");
+    const auto streamsAt = [&](const std::string& host) {
+        return StandInExtras{availability,
+                             {{"ONVIF_STREAM_0_URI", "rtsp://" + host + "/stream0"},
+                              {"ONVIF_STREAM_1_URI", "rtsp://" + host + "/stream1"}}};
+    };
+    install("camera-pool", 3, streamsAt("192.0.2.10"));
+    startAll();
+    const auto workloads = workloadsInFile(manifest);
+    ASSERT_EQ(workloads.size(), 1u);
+    ASSERT_TRUE(waitForDevices("akri.sh/camera-pool", 6)) << daemon_->log();
+    Admission admission = admit(workloads[0], "multi-view");
+    ASSERT_TRUE(admission.ok) << admission.error;
+    const AllocationResult& result = admission.containers.at("broker").at("akri.sh/camera-pool");
+    std::set<std::string> cameras;
+    for (const std::string& slot : result.deviceIds) cameras.insert(instanceOf(slot));
+    ASSERT_EQ(cameras.size(), 3u);
+
+    // The file the container reads, where the kubelet mounts it from.
+    const auto& envs = result.response.envs();
+    ASSERT_TRUE(envs.contains("DEVLET_INFO_FILE"));
+    const fs::path inContainer = envs.at("DEVLET_INFO_FILE");
+    fs::path file;
+    for (const auto& mount : result.response.mounts()) {
+        if (mount.container_path() == inContainer.parent_path())
+            file = fs::path(mount.host_path()) / inContainer.filename();
+    }
+    ASSERT_FALSE(file.empty()) << "no mount holds " << inContainer;
+
+    environment.push_back("DEVLET_INFO_FILE=" + file.string());
+    const BackgroundProgram broker({"/bin/sh", script}, environment, dir_.path() / "broker.out");
+    ASSERT_TRUE(broker.started());
+    const auto showsEveryCamera = [&](const std::string& line) {
+        std::map<std::string, std::string> want;
+        for (const std::string& camera : cameras) want[camera] = line;
+        return waitUntil([&] { return lastView(broker.output()) == want; });
+    };
+    ASSERT_TRUE(showsEveryCamera("present rtsp://192.0.2.10/stream0 rtsp://192.0.2.10/stream1"))
+        << broker.output();
+
+    // New stream URIs (a camera's new address): the container's environment keeps the old.
+    install("camera-pool", 3, streamsAt("192.0.2.20"));
+    ASSERT_TRUE(showsEveryCamera("present rtsp://192.0.2.20/stream0 rtsp://192.0.2.20/stream1"))
+        << broker.output() << readFile(file);
+
+    writeFile(availability, "OFFLINE\n");
+    ASSERT_TRUE(showsEveryCamera("gone rtsp://192.0.2.20/stream0 rtsp://192.0.2.20/stream1"))
+        << broker.output() << readFile(file);
+    writeFile(availability, "\n");
+    ASSERT_TRUE(showsEveryCamera("present rtsp://192.0.2.20/stream0 rtsp://192.0.2.20/stream1"))
+        << broker.output() << readFile(file);
+}
+
+INSTANTIATE_TEST_SUITE_P(WatchedOrPolled, CameraPoolBrokerTest, ::testing::Values("inotifywait", "polling"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 #if DEVLET_HAVE_UMOCKDEV
 
