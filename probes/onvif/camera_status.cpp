@@ -66,7 +66,8 @@ CameraStatus queriedCameraStatus(const OnvifDetails& details, const CameraObserv
     CameraStatus status;
     status.uuid = camera.uuid;
     status.serviceUrl = camera.serviceUrl;
-    status.instanceId = camera.serviceUrl + "-" + camera.uuid;
+    status.instanceId = cameraInstanceId(camera);
+    status.movedFrom = camera.movedFrom;
     status.scopes = camera.scopes;
     if (!progress.answered) {
         status.status = DeviceStatus::Querying;
@@ -118,6 +119,9 @@ CameraStatus excludedCameraStatus(const std::string& uuid, const std::string& se
 
 std::vector<std::string> addressNotes(const CameraStatus& status) {
     std::vector<std::string> notes;
+    if (!status.movedFrom.empty())
+        notes.push_back("moved from " + status.movedFrom + " to " + status.serviceUrl +
+                        " (no longer answering there); the instance keeps its name");
     for (const std::string& rewrite : status.rewrittenServices)
         notes.push_back("service address rewritten to the contacted host: " + rewrite);
     for (const std::string& host : status.streamHostsElsewhere)

@@ -39,7 +39,8 @@ struct CameraStatus {
     DeviceStatus status = DeviceStatus::NotQueried;
     bool offered = false;
     std::string reason;      // why it is not offered: the filter (by its key), the state, a Bye
-    std::string instanceId;  // Akri's id, <service URL>-<uuid>, offered or not
+    std::string instanceId;  // Akri's id, <service URL>-<uuid>, offered or not (kept when it moves)
+    std::string movedFrom;   // the service URL it answered at before it moved; empty when it did not
     std::vector<std::string> scopes;
     std::string manufacturer, model, firmware, serial;
     std::string ipAddress, macAddress;
@@ -85,8 +86,9 @@ CameraStatus queriedCameraStatus(const OnvifDetails& details, const CameraObserv
 CameraStatus excludedCameraStatus(const std::string& uuid, const std::string& serviceUrl,
                                   const std::vector<std::string>& scopes, const std::string& reason);
 
-// What a user should know about the camera's addresses, one sentence each: service addresses
-// rewritten to the contacted host, stream URIs that name another host. Empty for most cameras.
+// What a user should know about the camera's addresses, one sentence each: a move to a new
+// address, service addresses rewritten to the contacted host, stream URIs that name another
+// host. Empty for most cameras.
 std::vector<std::string> addressNotes(const CameraStatus& status);
 
 // Stable order for printing and comparing: by uuid, then service URL.

@@ -163,9 +163,13 @@ std::optional<std::string> cameraFilterOut(const OnvifDetails& details, const Ca
     return std::nullopt;
 }
 
+std::string cameraInstanceId(const CameraObservation& camera) {
+    return camera.firstInstanceId.empty() ? camera.serviceUrl + "-" + camera.uuid : camera.firstInstanceId;
+}
+
 Instance cameraInstance(const CameraObservation& camera) {
     Instance instance;
-    instance.id = camera.serviceUrl + "-" + camera.uuid;
+    instance.id = cameraInstanceId(camera);
     instance.shared = true;
     auto& p = instance.properties;
     p["ONVIF_DEVICE_SERVICE_URL"] = camera.serviceUrl;

@@ -77,6 +77,10 @@ struct CameraObservation {
     std::string serviceUrl;  // one XAddr
     std::vector<std::string> scopes;
     CameraReport report;
+    // The instance id the camera was first offered under, kept when it moves to another
+    // address (its DHCP lease changed): the held slots stay with it. Empty: not moved.
+    std::string firstInstanceId;
+    std::string movedFrom;  // the service URL it answered at before it moved, for people
 };
 
 inline constexpr const char* kOnvifNetworkNamespace = "http://www.onvif.org/ver10/network/wsdl";
@@ -114,6 +118,9 @@ std::optional<std::string> discoveryFilterOut(const OnvifDetails& details, const
 
 // All filters and the offer rule: why the camera is not offered, or nullopt.
 std::optional<std::string> cameraFilterOut(const OnvifDetails& details, const CameraObservation& camera);
+
+// Akri's instance id, <service URL>-<uuid>, or the one the camera had before it moved.
+std::string cameraInstanceId(const CameraObservation& camera);
 
 // The instance a camera becomes: Akri's id and properties, plus devlet's.
 Instance cameraInstance(const CameraObservation& camera);

@@ -53,6 +53,11 @@ constexpr std::size_t kMaxPendingResolves = 256;
 constexpr std::size_t kMaxProbedAgain = 256;
 // A camera that has not answered a Resolve is asked again on its next announcement after this.
 constexpr std::chrono::seconds kResolveAgainAfter{10};
+// A host that claims a known camera's uuid while the camera still answers at its address is
+// not listened to again for this long: each claim costs a call to the camera.
+constexpr std::chrono::seconds kClaimCheckedAgainAfter{10};
+// Hosts claiming one camera's uuid at once, and hosts refused, remembered per camera.
+constexpr std::size_t kMaxClaims = 8;
 constexpr const char* kDuplicate = "duplicate (a retransmission: same sender and MessageID)";
 
 // The IPv4 address of a network interface, or nullopt.
@@ -229,9 +234,24 @@ struct DiscoverySocket {
     udp::endpoint sender;
 };
 
+// Another host's announcement of a known camera's uuid, held while the camera is asked at
+// the address it was found at: the camera has moved there only if it no longer answers.
+struct MoveClaim {
+    std::string how;     // "Hello", "ProbeMatches", …
+    std::string sender;  // the claiming datagram's source address
+    std::string url;     // its XAddr at that address
+    std::vector<std::string> xaddrs;
+    std::vector<std::string> scopes;
+    unsigned metadataVersion = 0;
+};
+
 struct Camera {
     CameraObservation observation;
     std::string sender;  // the address whose datagram made it known
+    // Claims being checked (or to be, once the call in flight returns), one per sender.
+    std::vector<MoveClaim> claims;
+    // Senders whose claim was refused because the camera still answered, and when.
+    std::map<std::string, std::chrono::steady_clock::time_point> refusedClaims;
     unsigned metadataVersion = 0;
     bool queried = false;                                // a full query has found the camera up
     bool answered = false;                               // a full query has returned, whatever it found
@@ -811,18 +831,25 @@ private:
                               << " at " << urls << ", not at its own address: not queried";
             return;
         }
-        // One endpoint uuid is one camera: the same uuid from another address of the same
-        // family while the first still answers is a second host claiming it.
-        for (const auto& [key, camera] : cameras_) {
-            if (camera.observation.uuid != uuid || camera.sender == from || camera.left ||
-                camera.missed >= details_.missedChecks)
-                continue;
-            if (isIpv6(camera.sender) != isIpv6(from)) continue;
-            answer.reason = "uuid already announced by " + camera.sender;
-            ignore(std::move(answer));
-            return;
-        }
         const std::string key = url + "-" + uuid;
+        // One endpoint uuid is one camera: the same uuid from another address of the same
+        // family is the camera at a new address, or a second host claiming it. The daemon
+        // asks the camera where it was found (claim()); a pass keeps the first.
+        if (!cameras_.count(key)) {
+            for (auto& [knownKey, camera] : cameras_) {
+                if (camera.observation.uuid != uuid || camera.sender == from) continue;
+                if (isIpv6(camera.sender) != isIpv6(from)) continue;
+                if (mode_.pass) {
+                    if (camera.left || camera.missed >= details_.missedChecks) continue;
+                    answer.reason = "uuid already announced by " + camera.sender;
+                    ignore(std::move(answer));
+                    return;
+                }
+                claim(knownKey,
+                      MoveClaim{how, from, url, endpoint.xaddrs, endpoint.scopes, endpoint.metadataVersion});
+                return;
+            }
+        }
         auto it = cameras_.find(key);
         if (it == cameras_.end()) {
             if (cameras_.size() >= kMaxCameras) {
@@ -861,6 +888,135 @@ private:
             camera.missed = 0;
             query(key);
         }
+    }
+
+    // A sender claims the uuid of the camera at `key`. A camera whose address changed (a new
+    // DHCP lease) says Hello from its new one, and no longer answers at the old: then it is
+    // the same camera, and keeps its instance. While it still answers where it was found,
+    // the claimant is a second host using its uuid and is not listened to.
+    void claim(const std::string& key, MoveClaim claim) {
+        Camera& camera = cameras_.at(key);
+        const auto now = std::chrono::steady_clock::now();
+        std::erase_if(camera.refusedClaims,
+                      [&](const auto& refused) { return now - refused.second >= kClaimCheckedAgainAfter; });
+        if (camera.refusedClaims.count(claim.sender) || camera.refusedClaims.size() >= kMaxClaims) {
+            ignore({claim.sender, claim.how, camera.observation.uuid, claim.xaddrs, clashReason(camera)});
+            return;
+        }
+        auto same = std::find_if(camera.claims.begin(), camera.claims.end(),
+                                 [&](const MoveClaim& c) { return c.sender == claim.sender; });
+        if (same != camera.claims.end()) {
+            *same = std::move(claim);  // its latest word, for the move
+            return;
+        }
+        if (camera.claims.size() >= kMaxClaims) {
+            ignore({claim.sender, claim.how, camera.observation.uuid, claim.xaddrs,
+                    "uuid claimed by more than " + std::to_string(kMaxClaims) + " hosts at once"});
+            return;
+        }
+        log.debug() << configuration_ << ": " << claim.how << " from " << claim.sender << " names camera "
+                    << camera.observation.uuid << ", known at " << camera.observation.serviceUrl
+                    << "; asking it there";
+        camera.claims.push_back(std::move(claim));
+        if (!camera.busy) checkClaims(key);
+    }
+
+    static std::string clashReason(const Camera& camera) {
+        return "uuid already announced by " + camera.sender + ", which still answers";
+    }
+
+    // The liveness call to the camera's known address, on behalf of the claims.
+    void checkClaims(const std::string& key) {
+        Camera& camera = cameras_.at(key);
+        camera.busy = true;
+        QueryOptions options;
+        options.cancelled = pool_->cancelled();
+        pool_->submit([channel = channel_, key, url = camera.observation.serviceUrl, options, this,
+                       alive = lifetime_.token()] {
+            if (channel->closed) return;
+            CameraReport result = checkCamera(url, options);
+            channel->post([this, alive, key, result = std::move(result)] {
+                if (!alive.expired()) claimsChecked(key, result);
+            });
+        });
+    }
+
+    void claimsChecked(const std::string& key, const CameraReport& result) {
+        auto it = cameras_.find(key);
+        if (it == cameras_.end()) return;
+        Camera& camera = it->second;
+        camera.busy = false;
+        std::vector<MoveClaim> claims = std::move(camera.claims);
+        camera.claims.clear();
+        if (claims.empty()) return;
+        const std::string& uuid = camera.observation.uuid;
+        if (result.state == CameraState::UpWithAuth || result.state == CameraState::UpWithoutAuth) {
+            const bool wasGone = camera.left || camera.missed >= details_.missedChecks;
+            camera.missed = 0;
+            camera.left = false;
+            camera.observation.report.clockOffset = result.clockOffset;
+            for (const MoveClaim& claim : claims) {
+                camera.refusedClaims[claim.sender] = std::chrono::steady_clock::now();
+                if (ignore({claim.sender, claim.how, uuid, claim.xaddrs, clashReason(camera)}))
+                    log.warning() << configuration_ << ": " << claim.how << " from " << claim.sender
+                                  << " claims camera " << uuid << ", which still answers at "
+                                  << camera.observation.serviceUrl << ": ignored";
+            }
+            if (wasGone) query(key);  // back where it was: read it again
+            return;
+        }
+        if (claims.size() > 1) {
+            // The camera is gone from its address and several hosts say they are it: none
+            // is believed. A camera that moved alone says Hello again or answers the next Probe.
+            std::string senders;
+            for (const MoveClaim& claim : claims) senders += (senders.empty() ? "" : ", ") + claim.sender;
+            for (const MoveClaim& claim : claims)
+                ignore({claim.sender, claim.how, uuid, claim.xaddrs,
+                        "uuid claimed by several hosts at once (" + senders +
+                            ") while the camera does not "
+                            "answer at " +
+                            camera.observation.serviceUrl + "; none is taken for it"});
+            log.warning() << configuration_ << ": camera " << uuid << " does not answer at "
+                          << camera.observation.serviceUrl << " and " << senders
+                          << " claim its uuid: not moved";
+            return;
+        }
+        move(key, std::move(claims.front()), result.error);
+    }
+
+    // Re-keys the camera to the claimant's service URL and queries it there. The instance
+    // keeps its id (and so its name, its slots and the pods holding them); its properties
+    // change once the query at the new address returns (queried()).
+    void move(const std::string& key, MoveClaim claim, const std::string& why) {
+        auto node = cameras_.extract(key);
+        Camera& camera = node.mapped();
+        const std::string uuid = camera.observation.uuid;
+        const std::string newKey = claim.url + "-" + uuid;
+        if (cameras_.count(newKey)) {
+            // Found at the new address on its own meanwhile: that one stands.
+            cameras_.insert(std::move(node));
+            return;
+        }
+        camera.observation.firstInstanceId = cameraInstanceId(camera.observation);
+        camera.observation.scopes = claim.scopes;
+        camera.sender = claim.sender;
+        camera.metadataVersion = claim.metadataVersion;
+        camera.left = false;
+        camera.missed = 0;
+        camera.refusedClaims.clear();
+        log.info() << configuration_ << ": camera " << uuid << " moved from " << camera.observation.serviceUrl
+                   << " to " << claim.url << " (" << claim.how << " from " << claim.sender
+                   << "; no answer at the old address: " << why << "); instance "
+                   << camera.observation.firstInstanceId << " kept";
+        node.key() = newKey;
+        cameras_.insert(std::move(node));
+        query(newKey, claim.url);
+    }
+
+    // A call on the camera returned: claims that waited for it are checked now.
+    void checkWaitingClaims(const std::string& key) {
+        auto it = cameras_.find(key);
+        if (it != cameras_.end() && !it->second.claims.empty() && !it->second.busy) checkClaims(key);
     }
 
     // Whether a camera with this uuid was found at one of these service URLs.
@@ -1007,37 +1163,48 @@ private:
         return refused;
     }
 
-    // The credential for the host the query contacts (the service URL's), within its scope.
-    CredentialChoice credentialFor(const Camera& camera) const {
-        return credentials_.find(camera.observation.uuid, urlHost(camera.observation.serviceUrl),
-                                 camera.observation.report.macAddress);
+    // The credential for the host the query contacts (`url`'s), within its scope.
+    CredentialChoice credentialFor(const Camera& camera, const std::string& url) const {
+        return credentials_.find(camera.observation.uuid, urlHost(url), camera.observation.report.macAddress);
     }
 
-    // The full query on a worker.
-    void query(const std::string& key) {
+    // The full query on a worker, at the camera's service URL or, for a camera that moved,
+    // at its new one.
+    void query(const std::string& key, std::optional<std::string> at = std::nullopt) {
         Camera& camera = cameras_.at(key);
         camera.busy = true;
+        const std::string url = at ? *at : camera.observation.serviceUrl;
         QueryOptions options;
         options.cancelled = pool_->cancelled();
-        CredentialChoice choice = credentialFor(camera);
+        CredentialChoice choice = credentialFor(camera, url);
         options.credentialWithheld = choice.withheld;
         options.authScheme = camera.observation.report.authScheme;
-        pool_->submit([channel = channel_, key, url = camera.observation.serviceUrl,
-                       credential = std::move(choice.credential), options, this, alive = lifetime_.token()] {
+        pool_->submit([channel = channel_, key, url, credential = std::move(choice.credential), options, this,
+                       alive = lifetime_.token()] {
             if (channel->closed) return;
             CameraReport result = queryCamera(url, credential, options);
-            channel->post([this, alive, key, result = std::move(result)]() mutable {
-                if (!alive.expired()) queried(key, std::move(result));
+            channel->post([this, alive, key, url, result = std::move(result)]() mutable {
+                if (!alive.expired()) queried(key, url, std::move(result));
             });
         });
     }
 
-    void queried(const std::string& key, CameraReport result) {
+    void queried(const std::string& key, const std::string& url, CameraReport result) {
+        queriedAt(key, url, std::move(result));
+        checkWaitingClaims(key);
+    }
+
+    void queriedAt(const std::string& key, const std::string& url, CameraReport result) {
         auto it = cameras_.find(key);
         if (it == cameras_.end()) return;
         Camera& camera = it->second;
         camera.busy = false;
         camera.answered = true;
+        if (url != camera.observation.serviceUrl) {
+            // The first query after a move: the camera is known at its new address from now on.
+            camera.observation.movedFrom = camera.observation.serviceUrl;
+            camera.observation.serviceUrl = url;
+        }
         const bool up = result.state == CameraState::UpWithAuth || result.state == CameraState::UpWithoutAuth;
         if (!up) {
             ++camera.missed;
@@ -1089,7 +1256,9 @@ private:
                 if (channel->closed) return;
                 CameraReport result = checkCamera(url, options);
                 channel->post([this, alive, key, result = std::move(result)] {
-                    if (!alive.expired()) checked(key, result);
+                    if (alive.expired()) return;
+                    checked(key, result);
+                    checkWaitingClaims(key);
                 });
             });
         }

@@ -74,6 +74,13 @@ std::string NetworkLab::addCameraHost(int host) {
     return ok ? ns : "";
 }
 
+bool NetworkLab::readdressCameraHost(const std::string& ns, int from, int to) {
+    const std::string n = "ip -n " + ns + " ";
+    return run(n + "addr del 192.0.2." + std::to_string(from) + "/24 dev eth0") &&
+           run(n + "addr add 192.0.2." + std::to_string(to) + "/24 dev eth0") &&
+           run(n + "route replace 224.0.0.0/4 dev eth0");
+}
+
 std::string NetworkLab::addRemoteHost(int host) {
     const std::string ns = prefix_ + "k" + std::to_string(next_++);
     const std::string veth = "vk" + std::to_string(host);

@@ -27,6 +27,9 @@ public:
     // A namespace on the segment with addresses 192.0.2.<host> and 2001:db8::<host>; returns
     // its name.
     std::string addCameraHost(int host);
+    // A camera host's new DHCP lease: its IPv4 address 192.0.2.<from> becomes 192.0.2.<to>
+    // (its IPv6 address stays). The camera learns of it by SIGUSR2.
+    bool readdressCameraHost(const std::string& ns, int from, int to);
     // A namespace behind the router with address 198.51.100.<host>.
     std::string addRemoteHost(int host);
 

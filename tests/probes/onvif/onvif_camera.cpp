@@ -12,6 +12,9 @@
 // per request that carried a UsernameToken or an Authorization header (the sender and which).
 // --media2-only serves profiles and stream URIs through Media2 alone (a Profile T camera);
 // --nat-address names its service addresses at another host, as a camera behind NAT does.
+// SIGUSR1 announces a new MetadataVersion (its streams moved); SIGUSR2 is a new DHCP lease:
+// it takes the IPv4 address its interface has now (the test changes it with `ip addr`),
+// serves there, and says Hello from it with a new MetadataVersion.
 // One thread, poll() on its sockets.
 
 #include <algorithm>
@@ -27,6 +30,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
@@ -89,6 +93,8 @@ volatile std::sig_atomic_t stopping = 0;
 // SIGUSR1: the camera's configuration changed (its streams move); it announces a new
 // MetadataVersion with a Hello, as WS-Discovery asks.
 volatile std::sig_atomic_t reconfigured = 0;
+// SIGUSR2: the interface's IPv4 address changed; the camera moves to the new one.
+volatile std::sig_atomic_t readdressed = 0;
 unsigned metadataVersion = 1;
 // Sends over IPv6 from --address6 (not the link-local address the kernel would pick for a
 // link-local peer or group), as the XAddrs it announces name that address.
@@ -100,6 +106,26 @@ void onSignal(int) {
 
 void onReconfigure(int) {
     reconfigured = 1;
+}
+
+void onReaddress(int) {
+    readdressed = 1;
+}
+
+// The first IPv4 address of an interface other than loopback: where a camera's DHCP client
+// put it.
+std::string currentIpv4Address() {
+    ifaddrs* list = nullptr;
+    if (getifaddrs(&list) != 0) return "";
+    std::string found;
+    for (ifaddrs* i = list; i && found.empty(); i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_LOOPBACK)) continue;
+        char text[INET_ADDRSTRLEN] = {};
+        inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+        found = text;
+    }
+    freeifaddrs(list);
+    return found;
 }
 
 // The device service URL of one address family: a camera answers a Probe with the address
@@ -730,6 +756,54 @@ int __tr2__GetStreamUri(struct soap* soap, struct _tr2__GetStreamUri* request,
     return SOAP_OK;
 }
 
+// The HTTP server of one address, or nullptr (the reason printed).
+struct soap* openHttp(const std::string& address) {
+    struct soap* http = soap_new1(SOAP_C_UTFSTRING);
+    soap_set_namespaces(http, namespaces);
+    http->bind_flags = SO_REUSEADDR;
+    http->accept_timeout = 1;
+    http->recv_timeout = 5;
+    http->send_timeout = 5;
+    if ((!options.tlsKeyFile.empty() &&
+         soap_ssl_server_context(http, SOAP_SSL_DEFAULT, options.tlsKeyFile.c_str(), nullptr, nullptr,
+                                 nullptr, nullptr, nullptr, nullptr) != SOAP_OK) ||
+        !soap_valid_socket(soap_bind(http, address.c_str(), options.port, 16))) {
+        soap_print_fault(http, stderr);
+        soap_free(http);
+        return nullptr;
+    }
+    defaultParseHeader = http->fparsehdr;
+    defaultPostHeader = http->fposthdr;
+    http->fparsehdr = parseHeader;
+    defaultParse = http->fparse;
+    http->fparse = parseHttp;
+    http->fposthdr = postHeader;
+    return http;
+}
+
+// Moves the camera to the address its interface has now: WS-Discovery goes out from there,
+// the IPv4 HTTP server listens there, and XAddrs, GetNetworkInterfaces and stream URIs name
+// it. Then the Hello a camera sends when its address changes, with a new MetadataVersion.
+bool moveToCurrentAddress(int udp, std::vector<struct soap*>& servers) {
+    const std::string address = currentIpv4Address();
+    if (address.empty() || address == options.address) {
+        std::cerr << "onvif_camera: no new IPv4 address to move to\n";
+        return false;
+    }
+    struct soap* http = openHttp(address);
+    if (!http) return false;
+    soap_free(servers.front());
+    servers.front() = http;
+    options.address = address;
+    ip_mreq join{};
+    inet_pton(AF_INET, "239.255.255.250", &join.imr_multiaddr);
+    inet_pton(AF_INET, address.c_str(), &join.imr_interface);
+    setsockopt(udp, IPPROTO_IP, IP_ADD_MEMBERSHIP, &join, sizeof join);  // EADDRINUSE: joined on eth0 already
+    setsockopt(udp, IPPROTO_IP, IP_MULTICAST_IF, &join.imr_interface, sizeof join.imr_interface);
+    ++metadataVersion;
+    return true;
+}
+
 int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -815,6 +889,7 @@ int main(int argc, char** argv) {
     std::signal(SIGTERM, onSignal);
     std::signal(SIGINT, onSignal);
     std::signal(SIGUSR1, onReconfigure);
+    std::signal(SIGUSR2, onReaddress);
     std::signal(SIGPIPE, SIG_IGN);
 
     const int udp = openUdp();
@@ -829,32 +904,12 @@ int main(int argc, char** argv) {
             return 1;
         }
     }
-    // One HTTP server per address family (the second only with --address6).
+    // One HTTP server per address family (the second only with --address6); the IPv4 one first.
     std::vector<struct soap*> servers;
     for (const std::string& address : {options.address, options.address6}) {
         if (address.empty()) continue;
-        struct soap* http = soap_new1(SOAP_C_UTFSTRING);
-        soap_set_namespaces(http, namespaces);
-        http->bind_flags = SO_REUSEADDR;
-        http->accept_timeout = 1;
-        http->recv_timeout = 5;
-        http->send_timeout = 5;
-        if (!options.tlsKeyFile.empty() &&
-            soap_ssl_server_context(http, SOAP_SSL_DEFAULT, options.tlsKeyFile.c_str(), nullptr, nullptr,
-                                    nullptr, nullptr, nullptr, nullptr) != SOAP_OK) {
-            soap_print_fault(http, stderr);
-            return 1;
-        }
-        if (!soap_valid_socket(soap_bind(http, address.c_str(), options.port, 16))) {
-            soap_print_fault(http, stderr);
-            return 1;
-        }
-        defaultParseHeader = http->fparsehdr;
-        defaultPostHeader = http->fposthdr;
-        http->fparsehdr = parseHeader;
-        defaultParse = http->fparse;
-        http->fparse = parseHttp;
-        http->fposthdr = postHeader;
+        struct soap* http = openHttp(address);
+        if (!http) return 1;
         servers.push_back(http);
     }
     long long helloAt = 0;
@@ -882,6 +937,11 @@ int main(int argc, char** argv) {
             reconfigured = 0;
             ++metadataVersion;
             sendMulticast(udp, withMustUnderstand(encodeHello(messageId(), announced(false))));
+        }
+        if (readdressed) {
+            readdressed = 0;
+            if (moveToCurrentAddress(udp, servers))
+                sendMulticast(udp, withMustUnderstand(encodeHello(messageId(), announced(false))));
         }
         std::vector<pollfd> fds = {{udp, POLLIN, 0}};
         if (udp6 >= 0) fds.push_back({udp6, POLLIN, 0});

@@ -783,6 +783,105 @@ TEST_F(OnvifProbeTest, NewMetadataVersionQueriesTheCameraAgain) {
     })) << describe();
 }
 
+// A camera's DHCP lease changes: it says Hello from its new address with a new
+// MetadataVersion and no longer answers at the old one. It keeps its instance (id, and so
+// its name and slots) with the new address and stream URIs, and the status says it moved.
+TEST_F(OnvifProbeTest, CameraThatMovesKeepsItsInstanceWithNewProperties) {
+    const pid_t pid = camera(70, kUuidA);
+    startProbe(details("", 3600));
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI");
+    })) << describe();
+    const Instance before = *byUuid(kUuidA);
+    EXPECT_EQ(before.properties.at("ONVIF_STREAM_0_URI"), "rtsp://192.0.2.70:554/stream/main");
+
+    ASSERT_TRUE(lab_->readdressCameraHost(hosts_[70], 70, 71));
+    ::kill(pid, SIGUSR2);
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) && byUuid(kUuidA)->properties.at("ONVIF_DEVICE_SERVICE_URL") ==
+                                     "http://192.0.2.71:8080/onvif/device_service";
+    })) << describe();
+    ASSERT_EQ(sink_.snapshot.size(), 1u) << describe();
+    const Instance& after = sink_.snapshot.front();
+    EXPECT_EQ(after.id, before.id);
+    EXPECT_EQ(after.properties.at("ONVIF_DEVICE_IP_ADDRESS"), "192.0.2.71");
+    EXPECT_EQ(after.properties.at("ONVIF_STREAM_0_URI"), "rtsp://192.0.2.71:554/stream2/main");
+    EXPECT_EQ(after.properties.at("ONVIF_STREAM_1_URI"), "rtsp://192.0.2.71:554/stream2/sub");
+    EXPECT_EQ(after.properties.at("ONVIF_DEVICE_MAC_ADDRESS"), "02:00:00:00:00:70");
+    ASSERT_TRUE(runUntil([&](const auto&) { return sink_.scan.deviceNotes.count(before.id) > 0; }))
+        << describe();
+    const std::vector<std::string>& notes = sink_.scan.deviceNotes.at(before.id);
+    EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& note) {
+        return note.starts_with(
+            "moved from http://192.0.2.70:8080/onvif/device_service to "
+            "http://192.0.2.71:8080/onvif/device_service");
+    })) << (notes.empty() ? "" : notes.front());
+    EXPECT_EQ(sink_.scan.deviceStates.at(before.id), "up with authentication");
+}
+
+// A host claiming a camera's uuid while the camera still answers where it was found takes
+// nothing over; when the real camera then moves, the instance follows it, not the claimant.
+TEST_F(OnvifProbeTest, ClaimOfAnAnsweringCamerasUuidDoesNotMoveIt) {
+    const std::string real = (dir_.path() / "credentials-real").string();
+    const pid_t pid = camera(72, kUuidA, {"--record-credentials", real});
+    startProbe(details("", 3600));
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI");
+    })) << describe();
+    const Instance before = *byUuid(kUuidA);
+
+    const std::string spoofed = (dir_.path() / "credentials-spoofer").string();
+    camera(73, kUuidB, {"--spoof-uuid", kUuidA, "--hello", "--record-credentials", spoofed});
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return std::any_of(sink_.scan.excluded.begin(), sink_.scan.excluded.end(),
+                           [](const ExcludedDevice& d) {
+                               return d.id.find("from 192.0.2.73 ") != std::string::npos &&
+                                      d.reason == "uuid already announced by 192.0.2.72, which still answers";
+                           });
+    })) << describe();
+    ASSERT_EQ(sink_.snapshot.size(), 1u) << describe();
+    EXPECT_EQ(sink_.snapshot.front(), before);
+
+    ASSERT_TRUE(lab_->readdressCameraHost(hosts_[72], 72, 74));
+    ::kill(pid, SIGUSR2);
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) &&
+               byUuid(kUuidA)->properties.at("ONVIF_STREAM_0_URI") == "rtsp://192.0.2.74:554/stream2/main";
+    })) << describe();
+    ASSERT_EQ(sink_.snapshot.size(), 1u) << describe();
+    EXPECT_EQ(sink_.snapshot.front().id, before.id);
+    EXPECT_EQ(sink_.snapshot.front().properties.at("ONVIF_DEVICE_SERVICE_URL"),
+              "http://192.0.2.74:8080/onvif/device_service");
+    EXPECT_FALSE(std::filesystem::exists(spoofed)) << "a credential reached the claimant";
+}
+
+// A camera that moves out of the credentials file's networks is queried at its new address
+// without the credential, as any camera found there would be.
+TEST_F(OnvifProbeTest, CameraThatMovesOutOfTheCredentialScopeGetsNoCredentialThere) {
+    devlet::test::writeFile(credentials_,
+                            "networks: [192.0.2.75]\ndefault: {username: admin, password: secret}\n");
+    chmod(credentials_.c_str(), 0600);
+    const std::string recorded = (dir_.path() / "credentials-recorded").string();
+    const pid_t pid = camera(75, kUuidA, {"--record-credentials", recorded});
+    startProbe(details("", 3600));
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI");
+    })) << describe();
+    const std::string id = byUuid(kUuidA)->id;
+    const std::string sent = devlet::test::readFile(recorded);
+    ASSERT_FALSE(sent.empty());
+
+    ASSERT_TRUE(lab_->readdressCameraHost(hosts_[75], 75, 76));
+    ::kill(pid, SIGUSR2);
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) && byUuid(kUuidA)->properties.at("ONVIF_DEVICE_SERVICE_URL") ==
+                                     "http://192.0.2.76:8080/onvif/device_service";
+    })) << describe();
+    EXPECT_EQ(byUuid(kUuidA)->id, id);
+    EXPECT_EQ(sink_.scan.deviceStates.at(id), "up without authentication");
+    EXPECT_EQ(devlet::test::readFile(recorded), sent) << "a credential went outside its networks";
+}
+
 // A Bye is honoured only from the address the camera was found at.
 TEST_F(OnvifProbeTest, ByeFromAnotherHostDoesNotRemoveACamera) {
     camera(58, kUuidA);
