@@ -1,11 +1,14 @@
 // ONVIF cameras end to end: the real devlet in a network namespace finds simulated cameras
 // (each in its own namespace behind a bridge), queries them with credentials, and offers
-// them through the kubelet simulator; a camera's Bye makes it Unhealthy at once. Skips
+// them through the kubelet simulator; a camera's Bye makes it Unhealthy at once; a camera
+// that moves to a new address is followed by the live file of the pod holding it. Skips
 // where network namespaces cannot be created (not root).
 
+#include <csignal>
 #include <filesystem>
 #include <thread>
 
+#include <boost/json.hpp>
 #include <sys/stat.h>
 
 #include "tests/integration/fixture.h"
@@ -50,6 +53,7 @@ protected:
 
     pid_t camera(int host, const std::string& uuid, std::vector<std::string> extra = {}) {
         const std::string ns = lab_->addCameraHost(host);
+        hosts_[host] = ns;
         const std::string ready = (dir_.path() / ("ready-" + std::to_string(host))).string();
         std::vector<std::string> argv = {ONVIF_CAMERA,   "--address",  "192.0.2." + std::to_string(host),
                                          "--uuid",       uuid,         "--user",
@@ -72,6 +76,7 @@ protected:
     }
 
     std::unique_ptr<onvif::test::NetworkLab> lab_;
+    std::map<int, std::string> hosts_;  // host number -> namespace
 };
 
 TEST_F(OnvifCamerasTest, CamerasAreOfferedWithStreamUrisAndNoSecrets) {
@@ -157,6 +162,84 @@ TEST_F(OnvifCamerasTest, StatusSaysWhenACamerasServiceAddressWasRewritten) {
               std::string::npos)
         << instances;
     EXPECT_NE(instances.find("ONVIF_STREAM_0_URI"), std::string::npos) << instances;
+}
+
+// The first device of a live file, as text properties with its health and instance; empty
+// when the file cannot be read or holds no device.
+std::map<std::string, std::string> liveDevice(const std::filesystem::path& file, std::uint64_t& generation) {
+    boost::system::error_code ec;
+    const boost::json::value value = boost::json::parse(readFile(file), ec);
+    std::map<std::string, std::string> device;
+    if (ec || !value.is_object()) return device;
+    const boost::json::object& doc = value.get_object();
+    const boost::json::value* g = doc.if_contains("generation");
+    generation = g && g->is_number() ? g->to_number<std::uint64_t>() : 0;
+    const boost::json::value* devices = doc.if_contains("devices");
+    if (!devices || !devices->is_array() || devices->get_array().empty()) return device;
+    const boost::json::value& first = devices->get_array().front();
+    if (!first.is_object()) return device;
+    for (const char* key : {"instance", "health", "slot"}) {
+        const boost::json::value* v = first.get_object().if_contains(key);
+        if (v && v->is_string()) device[key] = v->get_string();
+    }
+    const boost::json::value* properties = first.get_object().if_contains("properties");
+    if (properties && properties->is_object())
+        for (const auto& [key, v] : properties->get_object())
+            if (v.is_string()) device[std::string(key)] = v.get_string();
+    return device;
+}
+
+// A held camera gets a new address (a new DHCP lease, a Hello with a new MetadataVersion):
+// the container's live file shows the new address and stream URIs, under the same instance
+// and slot, while the environment the container started with keeps the old ones.
+TEST_F(OnvifCamerasTest, LiveFileFollowsACameraThatMovesWhileTheEnvironmentKeepsTheOldAddress) {
+    const pid_t pid = camera(17, "77777777-7777-4777-8777-777777777777");
+    startDaemon();
+    ASSERT_TRUE(waitForDevices(kCl, 1, 60s));
+    const std::string slot = health(kCl).begin()->first;
+    auto granted = kubelet_->allocate("default", "pod-a", "main", kCl, 1);
+    ASSERT_TRUE(granted.ok) << granted.error;
+    const auto& envs = granted.response.envs();
+    EXPECT_EQ(envs.at("ONVIF_DEVICE_SERVICE_URL"), "http://192.0.2.17:8080/onvif/device_service");
+    EXPECT_EQ(envs.at("ONVIF_STREAM_0_URI"), "rtsp://192.0.2.17:554/stream/main");
+    std::filesystem::path file;
+    for (const auto& mount : granted.response.mounts())
+        if (mount.container_path() == "/run/devlet/info")
+            file = std::filesystem::path(mount.host_path()) / "devices.json";
+    ASSERT_FALSE(file.empty()) << "no live-info mount in the Allocate answer";
+    std::uint64_t before = 0;
+    const std::map<std::string, std::string> held = liveDevice(file, before);
+    ASSERT_EQ(held.at("ONVIF_DEVICE_SERVICE_URL"), "http://192.0.2.17:8080/onvif/device_service");
+    ASSERT_GT(before, 0u);
+
+    ASSERT_TRUE(lab_->readdressCameraHost(hosts_[17], 17, 18));
+    ::kill(pid, SIGUSR2);
+    std::map<std::string, std::string> moved;
+    std::uint64_t after = 0;
+    const bool followed = eventually(
+        [&] {
+            moved = liveDevice(file, after);
+            return moved.count("ONVIF_STREAM_0_URI") &&
+                   moved.at("ONVIF_STREAM_0_URI") == "rtsp://192.0.2.18:554/stream2/main";
+        },
+        60s);
+    ASSERT_TRUE(followed) << readFile(file) << daemon_->log();
+    EXPECT_GT(after, before);
+    EXPECT_EQ(moved.at("ONVIF_DEVICE_SERVICE_URL"), "http://192.0.2.18:8080/onvif/device_service");
+    EXPECT_EQ(moved.at("ONVIF_DEVICE_IP_ADDRESS"), "192.0.2.18");
+    EXPECT_EQ(moved.at("health"), "present");
+    EXPECT_EQ(moved.at("instance"), held.at("instance"));
+    EXPECT_EQ(moved.at("slot"), held.at("slot"));
+    // The kubelet still sees the same device, healthy: the pod keeps its slot.
+    EXPECT_EQ(health(kCl).count(slot), 1u);
+    EXPECT_EQ(health(kCl).at(slot), "Healthy");
+    // What the container started with is what the kubelet simulator got then.
+    EXPECT_EQ(envs.at("ONVIF_DEVICE_SERVICE_URL"), "http://192.0.2.17:8080/onvif/device_service");
+    EXPECT_EQ(envs.at("ONVIF_STREAM_0_URI"), "rtsp://192.0.2.17:554/stream/main");
+    EXPECT_NE(daemon_->log().find("moved from http://192.0.2.17:8080/onvif/device_service to "
+                                  "http://192.0.2.18:8080/onvif/device_service"),
+              std::string::npos)
+        << daemon_->log();
 }
 
 }  // namespace

@@ -47,6 +47,29 @@ TEST(CameraStatus, AuthenticatedCameraIsUpWithAuthAndOffered) {
     EXPECT_EQ(s.streams[0].uri, "rtsp://192.0.2.10:554/main");
 }
 
+// A camera that moved keeps the id it was first offered under, with its new service URL,
+// and the status says where it was.
+TEST(CameraStatus, CameraThatMovedKeepsItsInstanceIdAndSaysSo) {
+    CameraObservation moved = camera();
+    moved.firstInstanceId = moved.serviceUrl + "-" + moved.uuid;
+    moved.movedFrom = moved.serviceUrl;
+    moved.serviceUrl = "http://192.0.2.11:8080/onvif/device_service";
+    const CameraStatus s = queriedCameraStatus(OnvifDetails{}, moved, answered());
+    EXPECT_EQ(s.instanceId, camera().serviceUrl + "-" + camera().uuid);
+    EXPECT_EQ(s.serviceUrl, "http://192.0.2.11:8080/onvif/device_service");
+    EXPECT_TRUE(s.offered);
+    const Instance instance = cameraInstance(moved);
+    EXPECT_EQ(instance.id, s.instanceId);
+    EXPECT_EQ(instance.properties.at("ONVIF_DEVICE_SERVICE_URL"),
+              "http://192.0.2.11:8080/onvif/device_service");
+    ASSERT_EQ(addressNotes(s).size(), 1u);
+    EXPECT_EQ(addressNotes(s).front(),
+              "moved from http://192.0.2.10:8080/onvif/device_service to "
+              "http://192.0.2.11:8080/onvif/device_service (no longer answering there); the instance keeps "
+              "its name");
+    EXPECT_TRUE(addressNotes(queriedCameraStatus(OnvifDetails{}, camera(), answered())).empty());
+}
+
 TEST(CameraStatus, RefusedCredentialsAreAuthenticationFailed) {
     CameraObservation c = camera();
     c.report.state = CameraState::UpWithoutAuth;
