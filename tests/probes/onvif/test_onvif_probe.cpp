@@ -855,6 +855,37 @@ TEST_F(OnvifProbeTest, ClaimOfAnAnsweringCamerasUuidDoesNotMoveIt) {
     EXPECT_FALSE(std::filesystem::exists(spoofed)) << "a credential reached the claimant";
 }
 
+// The camera stops answering at its address and two hosts claim its uuid at once: neither
+// is believed, and the instance stays with the address it was found at.
+TEST_F(OnvifProbeTest, TwoClaimantsOfASilentCameraTakeNothingOver) {
+    const pid_t pid = camera(77, kUuidA);
+    startProbe(details("", 3600));
+    ASSERT_TRUE(runUntil([&](const auto&) {
+        return byUuid(kUuidA) && byUuid(kUuidA)->properties.count("ONVIF_STREAM_0_URI");
+    })) << describe();
+    const Instance before = *byUuid(kUuidA);
+    ::kill(pid, SIGSTOP);  // takes connections, answers nothing
+    // Both Hellos wait in the probe's socket until the loop runs again: they arrive together.
+    camera(78, kUuidB, {"--spoof-uuid", kUuidA, "--hello", "--no-probe-answers"});
+    camera(79, kUuidC, {"--spoof-uuid", kUuidA, "--hello", "--no-probe-answers"});
+    auto refused = [&](const std::string& sender) {
+        return std::any_of(sink_.scan.excluded.begin(), sink_.scan.excluded.end(),
+                           [&](const ExcludedDevice& d) {
+                               return d.id.find("from " + sender + " ") != std::string::npos &&
+                                      d.reason.starts_with("uuid claimed by several hosts at once");
+                           });
+    };
+    const bool bothRefused =
+        runUntil([&](const auto&) { return refused("192.0.2.78") && refused("192.0.2.79"); });
+    ::kill(pid, SIGCONT);
+    ASSERT_TRUE(bothRefused) << describe();
+    for (const Instance& instance : sink_.snapshot) {
+        EXPECT_EQ(instance.id, before.id);
+        EXPECT_EQ(instance.properties.at("ONVIF_DEVICE_SERVICE_URL"),
+                  "http://192.0.2.77:8080/onvif/device_service");
+    }
+}
+
 // A camera that moves out of the credentials file's networks is queried at its new address
 // without the credential, as any camera found there would be.
 TEST_F(OnvifProbeTest, CameraThatMovesOutOfTheCredentialScopeGetsNoCredentialThere) {
