@@ -1,0 +1,870 @@
+#include "cluster/api_client.h"
+
+#include <algorithm>
+#include <deque>
+#include <random>
+#include <utility>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/json.hpp>
+#include <openssl/ssl.h>
+
+#include "runtime/log.h"
+
+namespace devlet::kube {
+
+namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+namespace json = boost::json;
+using tcp = net::ip::tcp;
+
+namespace {
+
+constexpr Log log{"kube"};
+constexpr std::uint64_t kBodyLimit = 64 * 1024 * 1024;
+constexpr std::size_t kMaxWatchLine = 16 * 1024 * 1024;
+
+std::mt19937& randomSource() {
+    static std::mt19937 generator{std::random_device{}()};
+    return generator;
+}
+
+// Half the delay fixed, half random: spreads nodes that failed together.
+std::chrono::milliseconds jittered(std::chrono::milliseconds delay) {
+    std::uniform_int_distribution<long long> half(0, delay.count() / 2);
+    return std::chrono::milliseconds(delay.count() - delay.count() / 2 + half(randomSource()));
+}
+
+std::chrono::milliseconds backoffDelay(const ClientOptions& options, int failures) {
+    auto delay = options.backoffInitial;
+    for (int i = 1; i < failures && delay < options.backoffMax; ++i) delay *= 2;
+    return jittered(std::min(delay, options.backoffMax));
+}
+
+std::string transportMessage(const std::string& phase, const beast::error_code& ec) {
+    if (ec == beast::error::timeout) return phase + " timed out";
+    return phase + ": " + ec.message();
+}
+
+// A Status's reason and message, or the start of a body that is not one.
+void readStatus(ApiResult& result, const std::string& text) {
+    json::error_code ec;
+    result.body = json::parse(text, ec);
+    if (ec) {
+        result.body = nullptr;
+        if (!result.ok()) result.message = text.substr(0, 300);
+        return;
+    }
+    if (const json::object* object = result.body.if_object()) {
+        const json::value* kind = object->if_contains("kind");
+        if (kind && kind->is_string() && kind->get_string() == "Status") {
+            if (const json::value* reason = object->if_contains("reason"); reason && reason->is_string())
+                result.reason = std::string(reason->get_string());
+            if (const json::value* message = object->if_contains("message"); message && message->is_string())
+                result.message = std::string(message->get_string());
+        }
+    }
+}
+
+ApiResult transportFailure(std::string message, int attempts = 1) {
+    ApiResult result;
+    result.message = std::move(message);
+    result.attempts = attempts;
+    return result;
+}
+
+std::optional<std::chrono::milliseconds> retryAfter(const http::fields& headers) {
+    auto it = headers.find(http::field::retry_after);
+    if (it == headers.end()) return std::nullopt;
+    const std::string value(it->value());
+    if (value.empty() || value.size() > 6 || value.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;  // the HTTP-date form is not sent by the API server
+    return std::chrono::seconds(std::stoi(value));
+}
+
+std::string stringAt(const json::object& object, std::initializer_list<const char*> path) {
+    const json::object* at = &object;
+    const json::value* value = nullptr;
+    for (const char* key : path) {
+        if (!at) return "";
+        value = at->if_contains(key);
+        if (!value) return "";
+        at = value->if_object();
+    }
+    return value && value->is_string() ? std::string(value->get_string()) : "";
+}
+
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+
+// One HTTPS connection to the API server, opened on first use and kept while the server
+// keeps it alive. One exchange at a time.
+class Connection : public std::enable_shared_from_this<Connection> {
+public:
+    Connection(net::io_context& loop, ssl::context& tls, const Kubeconfig& config,
+               const ClientOptions& options)
+        : loop_(loop), tls_(tls), config_(config), options_(options), resolver_(loop) {}
+
+    using Opened = std::function<void(std::string error)>;
+    bool isOpen() const { return stream_ && open_; }
+
+    void open(Opened done) {
+        close();
+        stream_.emplace(loop_, tls_);
+        // SNI for a host name; the certificate is checked against the name or the address.
+        boost::system::error_code parseError;
+        net::ip::make_address(config_.host, parseError);
+        if (parseError) SSL_set_tlsext_host_name(stream_->native_handle(), config_.host.c_str());
+        stream_->set_verify_callback(ssl::host_name_verification(config_.host));
+        beast::get_lowest_layer(*stream_).expires_after(options_.connectTimeout);
+        resolver_.async_resolve(
+            config_.host, config_.port,
+            [self = shared_from_this(), done](const beast::error_code& ec,
+                                              tcp::resolver::results_type results) {
+                if (ec) return done(transportMessage("resolving the API server", ec));
+                if (!self->stream_) return done("closed");
+                beast::get_lowest_layer(*self->stream_)
+                    .async_connect(results, [self, done](const beast::error_code& ec, const tcp::endpoint&) {
+                        if (ec) return done(transportMessage("connecting to the API server", ec));
+                        self->handshake(done);
+                    });
+            });
+    }
+
+    // Sends `request` and reads the whole answer.
+    void exchange(std::shared_ptr<Request> request, std::function<void(beast::error_code, Response)> done) {
+        beast::get_lowest_layer(*stream_).expires_after(options_.requestTimeout);
+        http::async_write(
+            *stream_, *request,
+            [self = shared_from_this(), request, done](const beast::error_code& ec, std::size_t) {
+                if (ec) return done(ec, {});
+                self->parser_.emplace();
+                self->parser_->body_limit(kBodyLimit);
+                http::async_read(*self->stream_, self->buffer_, *self->parser_,
+                                 [self, done](const beast::error_code& ec, std::size_t) {
+                                     if (ec) return done(ec, {});
+                                     done(ec, self->parser_->release());
+                                 });
+            });
+    }
+
+    // Sends `request` and reads the answer as a stream: `header` once with the status,
+    // `body` after each read with what has arrived and not been consumed (it erases what
+    // it consumed), `end` once: success when the server ended the answer.
+    void stream(std::shared_ptr<Request> request, std::chrono::milliseconds idle,
+                std::function<void(int, const http::fields&)> header, std::function<bool(std::string&)> body,
+                std::function<void(beast::error_code)> end) {
+        beast::get_lowest_layer(*stream_).expires_after(options_.requestTimeout);
+        http::async_write(*stream_, *request,
+                          [self = shared_from_this(), request, idle, header, body, end](
+                              const beast::error_code& ec, std::size_t) {
+                              if (ec) return end(ec);
+                              self->parser_.emplace();
+                              self->parser_->body_limit(boost::none);
+                              http::async_read_header(
+                                  *self->stream_, self->buffer_, *self->parser_,
+                                  [self, idle, header, body, end](const beast::error_code& ec, std::size_t) {
+                                      if (ec) return end(ec);
+                                      header(self->parser_->get().result_int(), self->parser_->get());
+                                      self->readMore(idle, body, end);
+                                  });
+                          });
+    }
+
+    bool keepAlive() const { return parser_ && parser_->keep_alive(); }
+
+    void close() {
+        open_ = false;
+        resolver_.cancel();
+        if (stream_) {
+            beast::error_code ignored;
+            beast::get_lowest_layer(*stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
+            beast::get_lowest_layer(*stream_).close();
+        }
+        // The stream stays until its handlers have run: they hold this object.
+        buffer_.clear();
+    }
+
+private:
+    void handshake(Opened done) {
+        beast::get_lowest_layer(*stream_).expires_after(options_.handshakeTimeout);
+        stream_->async_handshake(
+            ssl::stream_base::client, [self = shared_from_this(), done](const beast::error_code& ec) {
+                if (ec) {
+                    std::string message = transportMessage("TLS handshake with the API server", ec);
+                    if (ec.category() == net::error::get_ssl_category()) {
+                        const long verify = SSL_get_verify_result(self->stream_->native_handle());
+                        if (verify != X509_V_OK)
+                            message += " (" + std::string(X509_verify_cert_error_string(verify)) + ")";
+                    }
+                    return done(message);
+                }
+                self->open_ = true;
+                beast::get_lowest_layer(*self->stream_).expires_never();
+                done("");
+            });
+    }
+
+    void readMore(std::chrono::milliseconds idle, std::function<bool(std::string&)> body,
+                  std::function<void(beast::error_code)> end) {
+        if (parser_->is_done()) return end({});
+        beast::get_lowest_layer(*stream_).expires_after(idle);
+        http::async_read_some(
+            *stream_, buffer_, *parser_,
+            [self = shared_from_this(), idle, body, end](const beast::error_code& ec, std::size_t) {
+                if (ec) return end(ec);
+                if (!body(self->parser_->get().body())) return;  // consumer stopped
+                self->readMore(idle, body, end);
+            });
+    }
+
+    net::io_context& loop_;
+    ssl::context& tls_;
+    const Kubeconfig& config_;
+    const ClientOptions& options_;
+    tcp::resolver resolver_;
+    std::optional<beast::ssl_stream<beast::tcp_stream>> stream_;
+    beast::flat_buffer buffer_;
+    std::optional<http::response_parser<http::string_body>> parser_;
+    bool open_ = false;
+};
+
+struct Call {
+    http::verb verb;
+    std::string target;
+    std::string body;
+    std::string contentType;
+    bool idempotent = true;
+    ResultHandler done;
+    int attempts = 0;
+    int failures = 0;
+    bool freshRetried = false;
+};
+
+}  // namespace
+
+std::string ApiResult::describe() const {
+    if (code == 0) return message;
+    std::string text = std::to_string(code);
+    if (!reason.empty()) text += " " + reason;
+    if (!message.empty()) text += ": " + message;
+    return text;
+}
+
+std::string collectionPath(const std::string& groupVersion, const std::string& namespaceName,
+                           const std::string& resource) {
+    std::string path = groupVersion == "v1" ? "/api/v1" : "/apis/" + groupVersion;
+    if (!namespaceName.empty()) path += "/namespaces/" + namespaceName;
+    return path + "/" + resource;
+}
+
+std::string queryEscape(const std::string& value) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : value) {
+        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+            out.push_back(static_cast<char>(c));
+        } else {
+            out.push_back('%');
+            out.push_back(kHex[c >> 4]);
+            out.push_back(kHex[c & 15]);
+        }
+    }
+    return out;
+}
+
+struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
+    Impl(net::io_context& loop, Kubeconfig kubeconfig, ClientOptions clientOptions)
+        : loop(loop),
+          config(std::move(kubeconfig)),
+          options(std::move(clientOptions)),
+          tls(ssl::context::tls_client),
+          token(config) {}
+
+    // Returns why the TLS settings cannot be used, or empty.
+    std::string setUpTls() {
+        try {
+            tls.set_verify_mode(ssl::verify_peer);
+            tls.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                            ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+            if (config.caPem.empty()) {
+                tls.set_default_verify_paths();
+            } else {
+                tls.add_certificate_authority(net::buffer(config.caPem));
+            }
+        } catch (const boost::system::system_error& e) {
+            return config.file + ": the certificate authority cannot be used: " + e.code().message();
+        }
+        try {
+            if (!config.clientCertificatePem.empty()) {
+                tls.use_certificate_chain(net::buffer(config.clientCertificatePem));
+                tls.use_private_key(net::buffer(config.clientKeyPem), ssl::context::pem);
+            }
+        } catch (const boost::system::system_error& e) {
+            return config.file + ": the client certificate or key cannot be used: " + e.code().message();
+        }
+        return "";
+    }
+
+    std::shared_ptr<Request> makeRequest(http::verb verb, const std::string& target, std::string body,
+                                         const std::string& contentType, std::string& error) {
+        auto bearer = token.current(error);
+        if (!bearer) return nullptr;
+        auto request = std::make_shared<Request>(verb, config.pathPrefix + target, 11);
+        request->set(http::field::host, config.host + ":" + config.port);
+        request->set(http::field::user_agent, options.userAgent);
+        request->set(http::field::accept, "application/json");
+        if (!bearer->empty()) request->set(http::field::authorization, "Bearer " + *bearer);
+        if (!contentType.empty()) request->set(http::field::content_type, contentType);
+        if (!body.empty() || verb == http::verb::post || verb == http::verb::put ||
+            verb == http::verb::patch) {
+            request->body() = std::move(body);
+            request->prepare_payload();
+        }
+        request->keep_alive(true);
+        return request;
+    }
+
+    void enqueue(std::shared_ptr<Call> call) {
+        if (stopped) return;
+        queue.push_back(std::move(call));
+        pump();
+    }
+
+    void pump() {
+        if (busy || queue.empty() || stopped) return;
+        busy = true;
+        auto call = queue.front();
+        queue.pop_front();
+        send(call);
+    }
+
+    void send(std::shared_ptr<Call> call) {
+        ++call->attempts;
+        std::string error;
+        auto request = makeRequest(call->verb, call->target, call->body, call->contentType, error);
+        if (!request) {
+            busy = false;
+            finish(call, transportFailure(error));
+            return pump();
+        }
+        auto self = shared_from_this();
+        if (!connection) connection = std::make_shared<Connection>(loop, tls, config, options);
+        if (connection->isOpen()) return exchange(call, request, /*reused=*/true);
+        connection->open([self, call, request](std::string error) {
+            if (self->stopped) return;
+            if (!error.empty()) return self->failed(call, error, /*sent=*/false);
+            self->exchange(call, request, false);
+        });
+    }
+
+    void exchange(std::shared_ptr<Call> call, std::shared_ptr<Request> request, bool reused) {
+        ++state.requests;
+        auto self = shared_from_this();
+        connection->exchange(request, [self, call, reused](beast::error_code ec, Response response) {
+            if (self->stopped) return;
+            if (ec) {
+                self->connection->close();
+                // The server may close a kept-alive connection just as a request goes out:
+                // that one request is sent again at once on a new connection.
+                if (reused && !call->freshRetried &&
+                    (ec == http::error::end_of_stream || ec == net::error::connection_reset ||
+                     ec == net::error::eof || ec == net::ssl::error::stream_truncated)) {
+                    call->freshRetried = true;
+                    --call->attempts;
+                    return self->send(call);
+                }
+                return self->failed(call, transportMessage("request to the API server", ec), /*sent=*/true);
+            }
+            if (!response.keep_alive()) self->connection->close();
+            self->answered(call, std::move(response));
+        });
+    }
+
+    void failed(std::shared_ptr<Call> call, const std::string& message, bool sent) {
+        busy = false;
+        state.reachable = false;
+        // What was never sent is safe to send again; what was sent only when idempotent.
+        if ((call->idempotent || !sent) && call->attempts < options.maxAttempts) {
+            retryLater(call, backoffDelay(options, ++call->failures), message);
+        } else {
+            finish(call, transportFailure(message, std::max(call->attempts, 1)));
+        }
+        pump();
+    }
+
+    void answered(std::shared_ptr<Call> call, Response response) {
+        busy = false;
+        state.reachable = true;
+        ApiResult result;
+        result.code = response.result_int();
+        result.attempts = call->attempts;
+        readStatus(result, response.body());
+        if (result.code == 401) token.invalidate();  // a rotated token is read again
+        std::optional<std::chrono::milliseconds> delay;
+        if (result.code == 429 && call->attempts < options.maxAttempts) {
+            // Priority and fairness refused it before any work: any call may go again.
+            delay = retryAfter(response);
+            if (delay)
+                delay = std::min(*delay, options.retryAfterMax);
+            else
+                delay = backoffDelay(options, ++call->failures);
+        } else if (result.code >= 500 && call->idempotent && call->attempts < options.maxAttempts) {
+            delay = retryAfter(response);
+            if (!delay) delay = backoffDelay(options, ++call->failures);
+        }
+        if (delay) {
+            retryLater(call, *delay, result.describe());
+        } else {
+            finish(call, std::move(result));
+        }
+        pump();
+    }
+
+    void retryLater(std::shared_ptr<Call> call, std::chrono::milliseconds delay, const std::string& why) {
+        ++state.retries;
+        log.debug() << call->verb << " " << call->target << ": " << why << "; again in " << delay.count()
+                    << " ms";
+        auto timer = std::make_shared<net::steady_timer>(loop, delay);
+        timers.push_back(timer);
+        timer->async_wait([self = shared_from_this(), call, timer](const beast::error_code& ec) {
+            std::erase(self->timers, timer);
+            if (ec || self->stopped) return;
+            self->queue.push_front(call);
+            self->pump();
+        });
+    }
+
+    void finish(std::shared_ptr<Call> call, ApiResult result) {
+        if (result.code == 0 || result.code >= 500 || result.code == 401 || result.code == 403 ||
+            result.code == 429)
+            state.lastError = result.describe();
+        else
+            state.lastError.clear();
+        if (call->done) call->done(std::move(result));
+    }
+
+    void stop() {
+        stopped = true;
+        queue.clear();
+        for (auto& timer : timers) timer->cancel();
+        timers.clear();
+        if (connection) connection->close();
+    }
+
+    net::io_context& loop;
+    Kubeconfig config;
+    ClientOptions options;
+    ssl::context tls;
+    BearerToken token;
+    std::string tlsProblem;
+    ClientState state;
+    std::shared_ptr<Connection> connection;  // for requests
+    std::deque<std::shared_ptr<Call>> queue;
+    std::vector<std::shared_ptr<net::steady_timer>> timers;
+    bool busy = false;
+    bool stopped = false;
+};
+
+ApiClient::ApiClient(net::io_context& loop, Kubeconfig config, ClientOptions options)
+    : impl_(std::make_shared<Impl>(loop, std::move(config), std::move(options))) {
+    impl_->tlsProblem = impl_->setUpTls();
+    if (!impl_->tlsProblem.empty()) impl_->state.lastError = impl_->tlsProblem;
+}
+
+ApiClient::~ApiClient() {
+    impl_->stop();
+}
+
+namespace {
+std::shared_ptr<Call> makeCall(http::verb verb, std::string target, std::string body, std::string contentType,
+                               bool idempotent, ResultHandler done) {
+    auto call = std::make_shared<Call>();
+    call->verb = verb;
+    call->target = std::move(target);
+    call->body = std::move(body);
+    call->contentType = std::move(contentType);
+    call->idempotent = idempotent;
+    call->done = std::move(done);
+    return call;
+}
+}  // namespace
+
+#define DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done)                                  \
+    if (!impl_->tlsProblem.empty()) {                                             \
+        net::post(impl_->loop, [impl = impl_, done = std::move(done)] {           \
+            if (!impl->stopped && done) done(transportFailure(impl->tlsProblem)); \
+        });                                                                       \
+        return;                                                                   \
+    }
+
+void ApiClient::get(const std::string& path, ResultHandler done) {
+    list(path, "", std::move(done));
+}
+
+void ApiClient::list(const std::string& path, const std::string& query, ResultHandler done) {
+    DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
+    impl_->enqueue(
+        makeCall(http::verb::get, query.empty() ? path : path + "?" + query, "", "", true, std::move(done)));
+}
+
+void ApiClient::create(const std::string& collection, const json::value& object, ResultHandler done) {
+    DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
+    // Not idempotent: a create that reached the server before the connection broke would
+    // come back as AlreadyExists, and the caller must decide what that means.
+    impl_->enqueue(makeCall(http::verb::post, collection, json::serialize(object), "application/json", false,
+                            std::move(done)));
+}
+
+void ApiClient::replace(const std::string& path, const json::value& object, ResultHandler done) {
+    DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
+    impl_->enqueue(
+        makeCall(http::verb::put, path, json::serialize(object), "application/json", true, std::move(done)));
+}
+
+void ApiClient::mergePatch(const std::string& path, const json::value& patch, ResultHandler done) {
+    DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
+    impl_->enqueue(makeCall(http::verb::patch, path, json::serialize(patch), "application/merge-patch+json",
+                            false, std::move(done)));
+}
+
+void ApiClient::apply(const std::string& path, const json::value& object, const std::string& fieldManager,
+                      bool force, ResultHandler done) {
+    DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
+    std::string target = path + "?fieldManager=" + queryEscape(fieldManager) + (force ? "&force=true" : "");
+    impl_->enqueue(makeCall(http::verb::patch, std::move(target), json::serialize(object),
+                            "application/apply-patch+yaml", true, std::move(done)));
+}
+
+void ApiClient::remove(const std::string& path, const DeletePreconditions& preconditions,
+                       ResultHandler done) {
+    DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
+    json::object options{
+        {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}};
+    json::object conditions;
+    if (!preconditions.resourceVersion.empty()) conditions["resourceVersion"] = preconditions.resourceVersion;
+    if (!preconditions.uid.empty()) conditions["uid"] = preconditions.uid;
+    if (!conditions.empty()) options["preconditions"] = std::move(conditions);
+    // With a precondition a repeated DELETE answers 404 or 409, never deletes a newer object.
+    impl_->enqueue(makeCall(http::verb::delete_, path, json::serialize(options), "application/json", true,
+                            std::move(done)));
+}
+
+#undef DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE
+
+void ApiClient::stop() {
+    impl_->stop();
+}
+const ClientState& ApiClient::state() const {
+    return impl_->state;
+}
+const Kubeconfig& ApiClient::config() const {
+    return impl_->config;
+}
+
+// ---------------------------------------------------------------------------------------
+
+struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
+    Impl(ApiClient::Impl& client, std::string collection, Handlers handlers, Options options)
+        : client(client.shared_from_this()),
+          collection(std::move(collection)),
+          handlers(std::move(handlers)),
+          options(std::move(options)),
+          timer(client.loop) {}
+
+    std::string selectors() const {
+        std::string query;
+        if (!options.labelSelector.empty()) query += "&labelSelector=" + queryEscape(options.labelSelector);
+        if (!options.fieldSelector.empty()) query += "&fieldSelector=" + queryEscape(options.fieldSelector);
+        return query;
+    }
+
+    void list(std::string continueToken = "", std::shared_ptr<std::map<std::string, json::object>> pages = {},
+              std::string listVersion = "") {
+        if (stopped) return;
+        if (!pages) pages = std::make_shared<std::map<std::string, json::object>>();
+        std::string query = "limit=500" + selectors();
+        if (!continueToken.empty()) query += "&continue=" + queryEscape(continueToken);
+        auto call =
+            makeCall(http::verb::get, collection + "?" + query, "", "", true,
+                     [self = shared_from_this(), pages, listVersion](ApiResult result) mutable {
+                         if (self->stopped) return;
+                         ++self->state.lists;
+                         self->state.connected = result.code != 0;
+                         if (!result.ok())
+                             return self->failed("listing " + self->collection + ": " + result.describe());
+                         const json::object* body = result.body.if_object();
+                         const json::value* items = body ? body->if_contains("items") : nullptr;
+                         if (!items || !items->is_array())
+                             return self->failed("listing " + self->collection + ": no items");
+                         for (const json::value& item : items->get_array()) {
+                             if (!item.is_object()) continue;
+                             std::string name = stringAt(item.get_object(), {"metadata", "name"});
+                             if (!name.empty()) (*pages)[name] = item.get_object();
+                         }
+                         if (listVersion.empty())
+                             listVersion = stringAt(*body, {"metadata", "resourceVersion"});
+                         std::string next = stringAt(*body, {"metadata", "continue"});
+                         if (!next.empty()) return self->list(next, pages, listVersion);
+                         self->listed(std::move(*pages), listVersion);
+                     });
+        client->enqueue(call);
+    }
+
+    // What changed against the cache is reported as events, so a relist neither repeats
+    // what was known nor loses what happened while no watch was open.
+    void listed(std::map<std::string, json::object> now, const std::string& version) {
+        auto self = shared_from_this();
+        std::map<std::string, json::object> previous = std::move(cache);
+        cache = now;
+        state.objects = cache.size();
+        state.resourceVersion = version;
+        state.synced = true;
+        state.lastError.clear();
+        failures = 0;
+        for (const auto& [name, object] : previous) {
+            if (stopped) return;
+            if (!now.contains(name) && handlers.deleted) handlers.deleted(object);
+        }
+        for (const auto& [name, object] : now) {
+            if (stopped) return;
+            auto it = previous.find(name);
+            if (it == previous.end()) {
+                if (handlers.added) handlers.added(object);
+            } else if (stringAt(it->second, {"metadata", "resourceVersion"}) !=
+                       stringAt(object, {"metadata", "resourceVersion"})) {
+                if (handlers.modified) handlers.modified(object);
+            }
+        }
+        if (stopped) return;
+        if (handlers.synced) handlers.synced();
+        if (!stopped) watch();
+    }
+
+    void watch() {
+        if (stopped) return;
+        std::string error;
+        std::uniform_int_distribution<long long> extra(0, options.watchTimeout.count());
+        const auto seconds = options.watchTimeout.count() + extra(randomSource());
+        std::string target = collection + "?watch=1&allowWatchBookmarks=true&resourceVersion=" +
+                             queryEscape(state.resourceVersion) +
+                             "&timeoutSeconds=" + std::to_string(seconds) + selectors();
+        auto request = client->makeRequest(http::verb::get, target, "", "", error);
+        if (!request) return failed(error);
+        if (!connection)
+            connection =
+                std::make_shared<Connection>(client->loop, client->tls, client->config, client->options);
+        const auto idle = std::chrono::milliseconds(std::chrono::seconds(seconds + 30));
+        auto self = shared_from_this();
+        auto go = [self, request, idle] {
+            ++self->state.watches;
+            ++self->client->state.requests;
+            const std::uint64_t generation = ++self->generation;
+            self->connection->stream(
+                request, idle,
+                [self, generation](int code, const http::fields& headers) {
+                    if (self->stopped || generation != self->generation) return;
+                    self->state.connected = true;
+                    self->client->state.reachable = true;
+                    self->watchCode = code;
+                    if (code == 200) {
+                        self->state.watchCurrent = true;
+                        self->state.lastError.clear();
+                        self->failures = 0;
+                    } else {
+                        self->watchRetryAfter = retryAfter(headers);
+                    }
+                },
+                [self, generation](std::string& body) {
+                    if (self->stopped || generation != self->generation) return false;
+                    if (self->watchCode != 200) return true;  // the whole error answer first
+                    return self->consume(body);
+                },
+                [self, generation](beast::error_code ec) {
+                    if (self->stopped || generation != self->generation) return;
+                    self->streamEnded(ec);
+                });
+        };
+        if (connection->isOpen()) return go();
+        connection->open([self, go](std::string error) {
+            if (self->stopped) return;
+            if (!error.empty()) {
+                self->state.connected = false;
+                self->client->state.reachable = false;
+                return self->failed(error);
+            }
+            go();
+        });
+    }
+
+    // Handles the complete lines in `body`; false when the stream is abandoned.
+    bool consume(std::string& body) {
+        std::size_t start = 0;
+        for (;;) {
+            const auto newline = body.find('\n', start);
+            if (newline == std::string::npos) break;
+            std::string_view line(body.data() + start, newline - start);
+            start = newline + 1;
+            if (line.find_first_not_of(" \r\t") == std::string_view::npos) continue;
+            if (!event(line)) {
+                body.clear();
+                return false;
+            }
+        }
+        body.erase(0, start);
+        if (body.size() > kMaxWatchLine) {
+            connection->close();
+            failed("watch of " + collection + ": an event larger than 16 MiB");
+            return false;
+        }
+        return true;
+    }
+
+    bool event(std::string_view line) {
+        json::error_code ec;
+        json::value parsed = json::parse(line, ec);
+        const json::object* event = parsed.if_object();
+        const json::value* typeValue = event ? event->if_contains("type") : nullptr;
+        const json::value* objectValue = event ? event->if_contains("object") : nullptr;
+        if (ec || !typeValue || !typeValue->is_string() || !objectValue || !objectValue->is_object()) {
+            connection->close();
+            failed("watch of " + collection + ": a malformed event");
+            return false;
+        }
+        const std::string type(typeValue->get_string());
+        const json::object& object = objectValue->get_object();
+        if (type == "ERROR") {
+            connection->close();
+            state.watchCurrent = false;
+            const json::value* code = object.if_contains("code");
+            if (code && code->is_int64() && code->get_int64() == 410) {
+                log.debug() << "watch of " << collection << ": resourceVersion " << state.resourceVersion
+                            << " is gone; listing again";
+                list();
+            } else {
+                ApiResult status;
+                status.code = code && code->is_int64() ? static_cast<int>(code->get_int64()) : 500;
+                readStatus(status, json::serialize(object));
+                failed("watch of " + collection + ": " + status.describe());
+            }
+            return false;
+        }
+        const std::string version = stringAt(object, {"metadata", "resourceVersion"});
+        if (!version.empty()) state.resourceVersion = version;
+        if (type == "BOOKMARK") return true;
+        const std::string name = stringAt(object, {"metadata", "name"});
+        if (type == "ADDED" || type == "MODIFIED") {
+            const bool known = cache.contains(name);
+            cache[name] = object;
+            state.objects = cache.size();
+            // A relist may already have reported it.
+            auto& handler = known ? handlers.modified : handlers.added;
+            if (handler) handler(object);
+        } else if (type == "DELETED") {
+            if (cache.erase(name) && handlers.deleted) {
+                state.objects = cache.size();
+                handlers.deleted(object);
+            }
+        }
+        return !stopped;
+    }
+
+    void streamEnded(beast::error_code ec) {
+        state.watchCurrent = false;
+        if (ec) {
+            connection->close();
+            state.connected = false;
+            client->state.reachable = false;
+            return failed(transportMessage("watch of " + collection, ec));
+        }
+        if (!connection->keepAlive()) connection->close();
+        if (watchCode == 200) return watch();  // the server ended it: go on from the last version
+        if (watchCode == 410) return list();
+        ApiResult status;
+        status.code = watchCode;
+        if (watchCode == 401) client->token.invalidate();
+        if (watchCode == 429 && watchRetryAfter) {
+            state.lastError = "watch of " + collection + ": 429 TooManyRequests";
+            return later(std::min(*watchRetryAfter, client->options.retryAfterMax), [this] { watch(); });
+        }
+        failed("watch of " + collection + ": HTTP " + std::to_string(watchCode));
+    }
+
+    void failed(const std::string& error) {
+        state.watchCurrent = false;
+        if (error != state.lastError) log.debug() << error;
+        state.lastError = error;
+        const auto delay = backoffDelay(client->options, ++failures);
+        // Without a list there is no version to watch from.
+        if (state.resourceVersion.empty() || !state.synced) {
+            later(delay, [this] { list(); });
+        } else {
+            later(delay, [this] { watch(); });
+        }
+    }
+
+    void later(std::chrono::milliseconds delay, std::function<void()> next) {
+        timer.expires_after(delay);
+        timer.async_wait([self = shared_from_this(), next](const beast::error_code& ec) {
+            if (ec || self->stopped) return;
+            next();
+        });
+    }
+
+    void stop() {
+        stopped = true;
+        timer.cancel();
+        if (connection) connection->close();
+    }
+
+    std::shared_ptr<ApiClient::Impl> client;
+    std::string collection;
+    Handlers handlers;
+    Options options;
+    State state;
+    std::map<std::string, json::object> cache;
+    std::shared_ptr<Connection> connection;  // this watch's own
+    net::steady_timer timer;
+    std::uint64_t generation = 0;  // of the current stream: older streams' handlers do nothing
+    int watchCode = 0;
+    std::optional<std::chrono::milliseconds> watchRetryAfter;
+    int failures = 0;
+    bool stopped = false;
+};
+
+Informer::Informer(ApiClient& client, std::string collection, Handlers handlers, Options options)
+    : impl_(std::make_shared<Impl>(*client.impl_, std::move(collection), std::move(handlers),
+                                   std::move(options))) {}
+
+Informer::~Informer() {
+    impl_->stop();
+}
+
+void Informer::start() {
+    if (!impl_->client->tlsProblem.empty()) {
+        impl_->state.lastError = impl_->client->tlsProblem;
+        return;
+    }
+    impl_->list();
+}
+
+void Informer::stop() {
+    impl_->stop();
+}
+const Informer::State& Informer::state() const {
+    return impl_->state;
+}
+const std::map<std::string, json::object>& Informer::objects() const {
+    return impl_->cache;
+}
+
+}  // namespace devlet::kube

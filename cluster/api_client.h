@@ -1,0 +1,158 @@
+#pragma once
+// A Kubernetes API client on the daemon's event loop: HTTPS (the server checked against the
+// kubeconfig's CA and host name), a bearer token or a client certificate, one kept-alive
+// connection for requests and one per watch. Retries what is safe to retry (429 after
+// Retry-After; 5xx and connection errors of idempotent calls, with backoff and jitter) and
+// answers everything else, 409 included, as it came. Everything runs on the loop thread;
+// callbacks are called there, never after stop() or destruction.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/json/value.hpp>
+
+#include "cluster/kubeconfig.h"
+
+namespace devlet::kube {
+
+// The answer to one call. `code` 0: no HTTP answer (connection, TLS or timeout), `message`
+// says which.
+struct ApiResult {
+    int code = 0;
+    std::string reason;       // a Status's reason: "Conflict", "AlreadyExists", "NotFound", "Expired", …
+    std::string message;      // a Status's message, or the transport error
+    boost::json::value body;  // the parsed JSON answer (the object, a list, or the Status); null if none
+    int attempts = 1;         // requests sent, retries included
+
+    bool ok() const { return code >= 200 && code < 300; }
+    bool notFound() const { return code == 404; }
+    // Both are 409: a stale resourceVersion or failed precondition, or a create of a name
+    // that exists.
+    bool conflict() const { return code == 409 && reason != "AlreadyExists"; }
+    bool alreadyExists() const { return code == 409 && reason == "AlreadyExists"; }
+    bool gone() const { return code == 410; }
+    // "409 Conflict: the message" or "connection refused": for logs and the status page.
+    std::string describe() const;
+};
+
+using ResultHandler = std::function<void(ApiResult)>;
+
+struct ClientOptions {
+    std::chrono::milliseconds connectTimeout{5000};    // resolve + TCP connect
+    std::chrono::milliseconds handshakeTimeout{5000};  // TLS
+    std::chrono::milliseconds requestTimeout{15000};   // write + whole answer
+    int maxAttempts = 6;                               // retries of one call, the first included
+    std::chrono::milliseconds backoffInitial{250};     // doubled per retry, with jitter
+    std::chrono::milliseconds backoffMax{30000};
+    std::chrono::milliseconds retryAfterMax{60000};  // a Retry-After longer than this is cut to it
+    std::string userAgent = "devlet";
+};
+
+// Where an object lives on the API: built by the caller, e.g.
+// "/apis/coordination.k8s.io/v1/namespaces/devlet/leases" (collection) + "/slot-0".
+std::string collectionPath(const std::string& groupVersion, const std::string& namespaceName,
+                           const std::string& resource);
+// Percent-encodes a query value (selectors).
+std::string queryEscape(const std::string& value);
+
+struct DeletePreconditions {
+    std::string resourceVersion;  // empty: none
+    std::string uid;              // empty: none
+};
+
+// Reachability as the last calls saw it.
+struct ClientState {
+    bool reachable = false;      // the last call got an HTTP answer (any code)
+    std::string lastError;       // the last failed call's describe(); empty after a success
+    std::uint64_t requests = 0;  // HTTP requests sent (retries and watches included)
+    std::uint64_t retries = 0;
+};
+
+class ApiClient {
+public:
+    ApiClient(boost::asio::io_context& loop, Kubeconfig config, ClientOptions options = {});
+    ~ApiClient();
+    ApiClient(const ApiClient&) = delete;
+    ApiClient& operator=(const ApiClient&) = delete;
+
+    // `path` is the object's (or for list/create the collection's) path from the API root;
+    // `query` without '?' (e.g. "labelSelector=a%3Db&limit=500").
+    void get(const std::string& path, ResultHandler done);
+    void list(const std::string& path, const std::string& query, ResultHandler done);
+    void create(const std::string& collection, const boost::json::value& object, ResultHandler done);
+    // PUT; the object's metadata.resourceVersion makes it an optimistic update (409 Conflict
+    // when stale).
+    void replace(const std::string& path, const boost::json::value& object, ResultHandler done);
+    void mergePatch(const std::string& path, const boost::json::value& patch, ResultHandler done);
+    // Server-side apply (JSON is YAML, so the body is sent as application/apply-patch+yaml).
+    void apply(const std::string& path, const boost::json::value& object, const std::string& fieldManager,
+               bool force, ResultHandler done);
+    void remove(const std::string& path, const DeletePreconditions& preconditions, ResultHandler done);
+
+    // Cancels every call and watch; no callback runs afterwards.
+    void stop();
+
+    const ClientState& state() const;
+    const Kubeconfig& config() const;
+
+    struct Impl;
+
+private:
+    friend class Informer;
+    std::shared_ptr<Impl> impl_;
+};
+
+// Informer-style watch of one collection: lists, then watches from the list's
+// resourceVersion with bookmarks; re-watches from the last resourceVersion seen when the
+// server ends the stream; lists again when that version is gone (410), reporting the
+// difference against what it had, so no event is lost or repeated. Loop thread only.
+class Informer {
+public:
+    struct Handlers {
+        std::function<void(const boost::json::object&)> added;
+        std::function<void(const boost::json::object&)> modified;
+        std::function<void(const boost::json::object&)> deleted;  // the last state known
+        std::function<void()> synced;  // after each list's events: the cache is complete
+    };
+    struct Options {
+        std::string labelSelector;
+        std::string fieldSelector;
+        // The server ends each watch after this many seconds (a random share is added so
+        // that nodes do not re-watch in step).
+        std::chrono::seconds watchTimeout{300};
+    };
+    struct State {
+        bool connected = false;       // the last list or watch reached the server
+        bool synced = false;          // listed at least once
+        bool watchCurrent = false;    // a watch stream is open now
+        std::string lastError;        // empty after a success
+        std::string resourceVersion;  // the last one seen
+        std::uint64_t lists = 0;
+        std::uint64_t watches = 0;
+        std::size_t objects = 0;
+    };
+
+    Informer(ApiClient& client, std::string collection, Handlers handlers, Options options);
+    ~Informer();
+    Informer(const Informer&) = delete;
+    Informer& operator=(const Informer&) = delete;
+
+    void start();
+    void stop();  // no handler runs afterwards
+    const State& state() const;
+    // The objects known now, by name.
+    const std::map<std::string, boost::json::object>& objects() const;
+
+    struct Impl;
+
+private:
+    std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace devlet::kube

@@ -1,0 +1,324 @@
+// The API client against a real HTTPS server with a test CA: verification, tokens,
+// answers that are returned (401, 409) and answers that are retried (429, 5xx), and the
+// informer's list and watch through bookmarks, stream ends and 410.
+#include <chrono>
+#include <functional>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "cluster/api_client.h"
+#include "tests/cluster/tls_api_server.h"
+#include "tests/support/temp_dir.h"
+
+namespace devlet::kube {
+namespace {
+
+namespace json = boost::json;
+
+const std::string kLeases = "/apis/coordination.k8s.io/v1/namespaces/devlet/leases";
+
+json::object lease(const std::string& name, const std::string& holder) {
+    return {{"apiVersion", "coordination.k8s.io/v1"},
+            {"kind", "Lease"},
+            {"metadata", {{"name", name}}},
+            {"spec", {{"holderIdentity", holder}, {"leaseDurationSeconds", 15}}}};
+}
+
+std::string holderOf(const json::object& object) {
+    return std::string(object.at("spec").at("holderIdentity").as_string());
+}
+
+class ApiClientTest : public ::testing::Test {
+protected:
+    ApiClientTest()
+        : certificates(test::makeTestCertificates(dir.path())), server(certificates, {"good-token"}) {
+        server.addCollection(kLeases);
+    }
+
+    Kubeconfig config(const std::string& caPem) {
+        Kubeconfig config;
+        config.file = "test-kubeconfig";
+        config.server = "https://127.0.0.1:" + std::to_string(server.port());
+        config.host = "127.0.0.1";
+        config.port = std::to_string(server.port());
+        config.caPem = caPem;
+        config.token = "good-token";
+        return config;
+    }
+
+    static ClientOptions fastRetries() {
+        ClientOptions options;
+        options.backoffInitial = std::chrono::milliseconds(10);
+        options.backoffMax = std::chrono::milliseconds(50);
+        return options;
+    }
+
+    // Runs the loop until `done` holds; false after a generous deadline.
+    bool runUntil(const std::function<bool()>& done) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (!done()) {
+            if (std::chrono::steady_clock::now() > deadline) return false;
+            loop.restart();
+            loop.run_for(std::chrono::milliseconds(20));
+        }
+        return true;
+    }
+
+    ApiResult call(const std::function<void(ResultHandler)>& start) {
+        std::optional<ApiResult> result;
+        start([&](ApiResult r) { result = std::move(r); });
+        EXPECT_TRUE(runUntil([&] { return result.has_value(); }));
+        return result.value_or(ApiResult{});
+    }
+
+    std::size_t watchRequests() {
+        std::size_t count = 0;
+        for (const auto& request : server.requests())
+            if (request.target.find("watch=1") != std::string::npos) ++count;
+        return count;
+    }
+
+    test::TempDir dir;
+    test::TestCertificates certificates;
+    test::TlsApiServer server;
+    boost::asio::io_context loop;
+};
+
+TEST_F(ApiClientTest, CreatesGetsAndListsOverVerifiedTls) {
+    ApiClient client(loop, config(certificates.caPem));
+    auto created = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
+    ASSERT_EQ(created.code, 201) << created.describe();
+    auto got = call([&](auto done) { client.get(kLeases + "/cam-0", done); });
+    ASSERT_TRUE(got.ok()) << got.describe();
+    EXPECT_EQ(holderOf(got.body.as_object()), "node-a");
+    auto listed = call([&](auto done) { client.list(kLeases, "limit=10", done); });
+    EXPECT_EQ(listed.body.at("items").as_array().size(), 1u);
+    EXPECT_TRUE(client.state().reachable);
+    // One kept-alive connection carried all three.
+    EXPECT_EQ(server.requests().size(), 3u);
+}
+
+TEST_F(ApiClientTest, AServerTheCaDidNotSignIsAnError) {
+    ClientOptions options = fastRetries();
+    options.maxAttempts = 2;
+    ApiClient client(loop, config(certificates.otherCaPem), options);
+    auto result = call([&](auto done) { client.get(kLeases + "/cam-0", done); });
+    EXPECT_EQ(result.code, 0);
+    EXPECT_NE(result.message.find("TLS handshake"), std::string::npos) << result.message;
+    EXPECT_NE(result.message.find("certificate"), std::string::npos) << result.message;
+    EXPECT_TRUE(server.requests().empty());
+    EXPECT_FALSE(client.state().reachable);
+    EXPECT_FALSE(client.state().lastError.empty());
+}
+
+TEST_F(ApiClientTest, AWrongTokenIs401AndNotRetried) {
+    Kubeconfig wrong = config(certificates.caPem);
+    wrong.token = "stolen";
+    ApiClient client(loop, wrong, fastRetries());
+    auto result = call([&](auto done) { client.get(kLeases, done); });
+    EXPECT_EQ(result.code, 401);
+    EXPECT_EQ(result.attempts, 1);
+    EXPECT_TRUE(client.state().reachable);
+    EXPECT_EQ(client.state().lastError.find("stolen"), std::string::npos);
+}
+
+TEST_F(ApiClientTest, ARotatedTokenFileIsUsedFromTheNextRequest) {
+    std::string path = dir.file("token", "old-token");
+    ::chmod(path.c_str(), 0600);
+    Kubeconfig rotating = config(certificates.caPem);
+    rotating.token.clear();
+    rotating.tokenFile = path;
+    server.setTokens({"old-token"});
+    ApiClient client(loop, rotating, fastRetries());
+    EXPECT_TRUE(call([&](auto done) { client.get(kLeases, done); }).ok());
+    server.setTokens({"new-token-rotated"});
+    test::writeFile(path, "new-token-rotated\n");
+    EXPECT_TRUE(call([&](auto done) { client.get(kLeases, done); }).ok());
+}
+
+TEST_F(ApiClientTest, AStaleReplaceIsAConflictAndACreateOfAnExistingNameIsAlreadyExists) {
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    auto created = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
+    ASSERT_EQ(created.code, 201);
+    json::object stale = created.body.as_object();
+    server.putObject(kLeases, "cam-0", lease("cam-0", "node-b"));  // another node wrote first
+    stale["spec"].as_object()["holderIdentity"] = "node-a";
+    auto replaced = call([&](auto done) { client.replace(kLeases + "/cam-0", stale, done); });
+    EXPECT_EQ(replaced.code, 409);
+    EXPECT_TRUE(replaced.conflict());
+    EXPECT_FALSE(replaced.alreadyExists());
+    EXPECT_EQ(replaced.attempts, 1);
+    auto again = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
+    EXPECT_TRUE(again.alreadyExists());
+    EXPECT_FALSE(again.conflict());
+    // A delete whose precondition is stale is a conflict too; with the right version it deletes.
+    auto staleDelete = call(
+        [&](auto done) { client.remove(kLeases + "/cam-0", {.resourceVersion = "1", .uid = ""}, done); });
+    EXPECT_TRUE(staleDelete.conflict());
+    const std::string current = server.resourceVersionOf(kLeases, "cam-0");
+    auto deleted = call(
+        [&](auto done) { client.remove(kLeases + "/cam-0", {.resourceVersion = current, .uid = ""}, done); });
+    EXPECT_TRUE(deleted.ok()) << deleted.describe();
+    EXPECT_TRUE(call([&](auto done) { client.get(kLeases + "/cam-0", done); }).notFound());
+}
+
+TEST_F(ApiClientTest, TooManyRequestsIsRetriedAfterRetryAfter) {
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    server.failNext(429, 2, "1");
+    // A create is not idempotent, but a 429 was refused before any work: it goes again.
+    auto created = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
+    EXPECT_EQ(created.code, 201) << created.describe();
+    EXPECT_EQ(created.attempts, 3);
+    EXPECT_EQ(client.state().retries, 2u);
+}
+
+TEST_F(ApiClientTest, ServerErrorsAreRetriedForIdempotentCallsOnly) {
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    server.failNext(500, 2);
+    auto got = call([&](auto done) { client.list(kLeases, "", done); });
+    EXPECT_TRUE(got.ok()) << got.describe();
+    EXPECT_EQ(got.attempts, 3);
+    server.failNext(503, 1);
+    auto created = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
+    EXPECT_EQ(created.code, 503);
+    EXPECT_EQ(created.attempts, 1);
+    ClientOptions few = fastRetries();
+    few.maxAttempts = 3;
+    ApiClient patient(loop, config(certificates.caPem), few);
+    server.failNext(500, 5);
+    auto givenUp = call([&](auto done) { patient.get(kLeases, done); });
+    EXPECT_EQ(givenUp.code, 500);
+    EXPECT_EQ(givenUp.attempts, 3);
+}
+
+TEST_F(ApiClientTest, AppliesWithAFieldManagerAndMergePatches) {
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    auto applied = call([&](auto done) {
+        client.apply(kLeases + "/cam-0", lease("cam-0", "node-a"), "devlet-node-a", true, done);
+    });
+    EXPECT_EQ(applied.code, 201) << applied.describe();
+    json::object patch{{"spec", {{"holderIdentity", "node-b"}}}};
+    auto patched = call([&](auto done) { client.mergePatch(kLeases + "/cam-0", patch, done); });
+    EXPECT_EQ(holderOf(patched.body.as_object()), "node-b");
+    auto requests = server.requests();
+    ASSERT_EQ(requests.size(), 2u);
+    EXPECT_EQ(requests[0].contentType, "application/apply-patch+yaml");
+    EXPECT_NE(requests[0].target.find("fieldManager=devlet-node-a&force=true"), std::string::npos);
+    EXPECT_EQ(requests[1].contentType, "application/merge-patch+json");
+}
+
+// What an informer reports, in order.
+struct Recorder {
+    std::vector<std::string> events;
+    int synced = 0;
+    Informer::Handlers handlers() {
+        return {
+            .added =
+                [this](const json::object& o) { events.push_back("added " + name(o) + " " + holderOf(o)); },
+            .modified =
+                [this](const json::object& o) {
+                    events.push_back("modified " + name(o) + " " + holderOf(o));
+                },
+            .deleted = [this](const json::object& o) { events.push_back("deleted " + name(o)); },
+            .synced = [this] { ++synced; },
+        };
+    }
+    static std::string name(const json::object& o) {
+        return std::string(o.at("metadata").at("name").as_string());
+    }
+};
+
+TEST_F(ApiClientTest, InformerListsThenWatchesAndFollowsBookmarks) {
+    server.putObject(kLeases, "cam-0", lease("cam-0", "node-a"));
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    Recorder recorder;
+    Informer informer(client, kLeases, recorder.handlers(), {});
+    informer.start();
+    ASSERT_TRUE(runUntil([&] { return informer.state().watchCurrent && server.openWatches() == 1; }));
+    EXPECT_EQ(recorder.synced, 1);
+    server.putObject(kLeases, "cam-1", lease("cam-1", "node-b"));
+    server.putObject(kLeases, "cam-0", lease("cam-0", "node-c"));
+    server.deleteObject(kLeases, "cam-1");
+    ASSERT_TRUE(runUntil([&] { return recorder.events.size() == 4; }));
+    EXPECT_EQ(recorder.events, (std::vector<std::string>{"added cam-0 node-a", "added cam-1 node-b",
+                                                         "modified cam-0 node-c", "deleted cam-1"}));
+    // Changes elsewhere move the server on; a bookmark tells the watcher where it is.
+    server.addCollection("/api/v1/namespaces/devlet/pods");
+    server.putObject("/api/v1/namespaces/devlet/pods", "p", {});
+    server.bookmark();
+    const std::string bookmarked = server.resourceVersionOf("/api/v1/namespaces/devlet/pods", "p");
+    ASSERT_TRUE(runUntil([&] { return informer.state().resourceVersion == bookmarked; }));
+    server.endWatches();
+    ASSERT_TRUE(runUntil([&] { return watchRequests() == 2 && informer.state().watchCurrent; }));
+    EXPECT_NE(server.requests().back().target.find("resourceVersion=" + bookmarked), std::string::npos);
+    EXPECT_NE(server.requests().back().target.find("allowWatchBookmarks=true"), std::string::npos);
+    EXPECT_EQ(informer.state().lists, 1u);
+}
+
+TEST_F(ApiClientTest, InformerResumesAfterTheServerEndsTheStreamWithoutLosingOrRepeatingEvents) {
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    Recorder recorder;
+    Informer informer(client, kLeases, recorder.handlers(), {});
+    informer.start();
+    ASSERT_TRUE(runUntil([&] { return informer.state().watchCurrent; }));
+    server.putObject(kLeases, "cam-0", lease("cam-0", "node-a"));
+    ASSERT_TRUE(runUntil([&] { return recorder.events.size() == 1; }));
+    // The stream ends and, before the client watches again, more happens.
+    server.endWatches();
+    server.putObject(kLeases, "cam-0", lease("cam-0", "node-b"));
+    server.putObject(kLeases, "cam-1", lease("cam-1", "node-b"));
+    ASSERT_TRUE(runUntil([&] { return recorder.events.size() >= 3 && watchRequests() >= 2; }));
+    server.putObject(kLeases, "cam-1", lease("cam-1", "node-c"));
+    ASSERT_TRUE(runUntil([&] { return recorder.events.size() >= 4; }));
+    EXPECT_EQ(recorder.events, (std::vector<std::string>{"added cam-0 node-a", "modified cam-0 node-b",
+                                                         "added cam-1 node-b", "modified cam-1 node-c"}));
+    EXPECT_EQ(informer.state().lists, 1u);
+}
+
+class InformerGone : public ApiClientTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(InformerGone, ListsAgainOn410AndReportsOnlyTheDifference) {
+    server.putObject(kLeases, "keep", lease("keep", "node-a"));
+    server.putObject(kLeases, "change", lease("change", "node-a"));
+    server.putObject(kLeases, "drop", lease("drop", "node-a"));
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    Recorder recorder;
+    Informer informer(client, kLeases, recorder.handlers(), {});
+    informer.start();
+    ASSERT_TRUE(runUntil([&] { return informer.state().watchCurrent && recorder.events.size() == 3; }));
+    recorder.events.clear();
+    // The stream ends; while the client waits to watch again, what happens is compacted
+    // away: its version is gone.
+    server.holdWatches(true);
+    server.endWatches();
+    server.putObject(kLeases, "change", lease("change", "node-b"));
+    server.deleteObject(kLeases, "drop");
+    server.putObject(kLeases, "new", lease("new", "node-b"));
+    server.compact(/*asHttp=*/GetParam());
+    server.holdWatches(false);
+    ASSERT_TRUE(runUntil([&] { return informer.state().lists == 2 && informer.state().watchCurrent; }));
+    EXPECT_EQ(recorder.events,
+              (std::vector<std::string>{"deleted drop", "modified change node-b", "added new node-b"}));
+    EXPECT_EQ(recorder.synced, 2);
+    EXPECT_EQ(informer.objects().size(), 3u);
+}
+
+INSTANTIATE_TEST_SUITE_P(HttpOrErrorEvent, InformerGone, ::testing::Bool());
+
+TEST_F(ApiClientTest, InformerRecoversWhenTheServerRefusesForAWhile) {
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    Recorder recorder;
+    server.failNext(503, 3);
+    Informer informer(client, kLeases, recorder.handlers(), {});
+    informer.start();
+    ASSERT_TRUE(runUntil([&] { return informer.state().watchCurrent; }));
+    EXPECT_EQ(recorder.synced, 1);
+    EXPECT_TRUE(informer.state().lastError.empty());
+    EXPECT_TRUE(informer.state().connected);
+}
+
+}  // namespace
+}  // namespace devlet::kube
