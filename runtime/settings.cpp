@@ -31,11 +31,13 @@ constexpr const char* kCommandLine = "command line";
 constexpr double kMaxIntervalSeconds = 3600;
 
 const std::vector<std::string> kTopKeys = {"nodeName", "resourceDomain", "stateDir", "confDir",
-                                           "kubelet",  "status",         "log"};
+                                           "kubelet",  "status",         "log",      "cluster"};
 const std::vector<std::string> kKubeletKeys = {"devicePluginDir", "podResourcesSocket",
                                                "podResourcesIntervalSeconds", "slotReleaseGraceSeconds"};
 const std::vector<std::string> kStatusKeys = {"listen"};
 const std::vector<std::string> kLogKeys = {"level"};
+const std::vector<std::string> kClusterKeys = {"kubeconfig", "namespace", "leaseDurationSeconds", "nodeName"};
+constexpr long kMaxLeaseSeconds = 3600;
 
 std::string resourceDomainProblem(std::string_view domain) {
     if (std::string problem = domainProblem(domain); !problem.empty()) return problem;
@@ -52,6 +54,17 @@ std::string nodeNameProblem(std::string_view name) {
 
 std::string pathProblem(std::string_view path) {
     return (path.empty() || path.front() != '/') ? "must be an absolute path" : "";
+}
+
+// A namespace is a DNS label (RFC 1123).
+std::string namespaceProblem(std::string_view name) {
+    if (name.empty() || name.size() > 63) return "must be 1 to 63 characters";
+    for (char c : name) {
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+            return "must be lower-case letters, digits and '-' (a Kubernetes namespace)";
+    }
+    if (name.front() == '-' || name.back() == '-') return "must start and end with a letter or digit";
+    return "";
 }
 
 std::string logLevelProblem(std::string_view level) {
@@ -90,11 +103,51 @@ public:
         if (auto log = section(*top, "log", kLogKeys)) {
             readString(*log, "level", "log.level", s.logLevel, logLevelProblem);
         }
+        readCluster(*top, s.cluster);
     }
 
     void error(int line, std::string message) { out_.problems.push_back({file_, line, std::move(message)}); }
 
 private:
+    void readCluster(const Mapping& top, ClusterSettings& cluster) {
+        auto it = top.find("cluster");
+        if (it == top.end()) return;
+        auto section = this->section(top, "cluster", kClusterKeys);
+        if (!section) return;
+        // The node's name in the cluster is the one instance names are made with: a
+        // second one could only disagree with it.
+        if (const Entry* entry = yaml::find(*section, "nodeName"))
+            error(entry->line, "cluster.nodeName: the node's name in the cluster is the top-level nodeName");
+        readString(*section, "kubeconfig", "cluster.kubeconfig", cluster.kubeconfig, pathProblem, true);
+        readString(*section, "namespace", "cluster.namespace", cluster.namespaceName, namespaceProblem);
+        if (const Entry* entry = yaml::find(*section, "leaseDurationSeconds")) {
+            long seconds = 0;
+            bool valid = false;
+            try {
+                if (entry->value.IsScalar()) {
+                    seconds = entry->value.as<long>();
+                    valid = seconds >= 1 && seconds <= kMaxLeaseSeconds;
+                }
+            } catch (const YAML::Exception&) {
+            }
+            if (!valid) {
+                std::string got =
+                    entry->value.IsScalar() ? " (got " + inQuotes(entry->value.Scalar()) + ")" : "";
+                error(entry->valueLine(),
+                      "cluster.leaseDurationSeconds must be a whole number of seconds from 1 to " +
+                          std::to_string(kMaxLeaseSeconds) + got);
+            } else {
+                cluster.leaseDuration = std::chrono::seconds(seconds);
+            }
+        }
+        if (cluster.kubeconfig.empty() &&
+            (section->contains("namespace") || section->contains("leaseDurationSeconds"))) {
+            error(it->second.line,
+                  "cluster: namespace and leaseDurationSeconds are used only with cluster.kubeconfig, "
+                  "which is not set");
+        }
+    }
+
     std::optional<Mapping> mapping(const YAML::Node& node, int line, const std::string& where,
                                    const std::vector<std::string>& allowed) {
         return yaml::readMapping(node, line, where, &allowed,

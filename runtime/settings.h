@@ -11,6 +11,15 @@
 
 namespace devlet {
 
+// Cluster mode (docs/cluster.md): on only when a kubeconfig is named. The node's name in
+// the cluster is Settings::nodeName, the one instance names are made with.
+struct ClusterSettings {
+    std::string kubeconfig;  // empty: cluster mode off, nothing touches the network
+    std::string namespaceName = "devlet";
+    std::chrono::seconds leaseDuration{15};
+    bool enabled() const { return !kubeconfig.empty(); }
+};
+
 struct Settings {
     std::string nodeName;  // default: hostname
     std::string resourceDomain = "akri.sh";
@@ -26,6 +35,7 @@ struct Settings {
     std::string logLevel = "info";
     std::chrono::milliseconds podResourcesInterval{5000};
     std::chrono::milliseconds slotReleaseGrace{10000};
+    ClusterSettings cluster;
 };
 
 // What the command line gave; unset fields keep the file's or the default value.

@@ -69,6 +69,50 @@ TEST(ParseSettings, ReadsEveryKey) {
     EXPECT_EQ(s.logLevel, "debug");
 }
 
+TEST(ParseSettings, ClusterModeIsOffUnlessAKubeconfigIsNamed) {
+    auto off = parseSettings("nodeName: edge-1\n", "devlet.yaml");
+    ASSERT_TRUE(off.problems.empty()) << allMessages(off);
+    EXPECT_FALSE(off.settings.cluster.enabled());
+    EXPECT_EQ(off.settings.cluster.namespaceName, "devlet");
+    EXPECT_EQ(off.settings.cluster.leaseDuration, std::chrono::seconds(15));
+    auto on = parseSettings(
+        "cluster:\n  kubeconfig: /etc/devlet/kubeconfig\n  namespace: edge-devices\n  leaseDurationSeconds: "
+        "30\n",
+        "devlet.yaml");
+    ASSERT_TRUE(on.problems.empty()) << allMessages(on);
+    EXPECT_TRUE(on.settings.cluster.enabled());
+    EXPECT_EQ(on.settings.cluster.kubeconfig, "/etc/devlet/kubeconfig");
+    EXPECT_EQ(on.settings.cluster.namespaceName, "edge-devices");
+    EXPECT_EQ(on.settings.cluster.leaseDuration, std::chrono::seconds(30));
+}
+
+TEST(ParseSettings, ClusterSettingsProblemsHaveLines) {
+    auto loaded = parseSettings(
+        "cluster:\n  kubeconfig: relative/kubeconfig\n  namespace: Not_A_Label\n"
+        "  leaseDurationSeconds: 0.5\n  nodeName: other\n  kubconfig: x\n",
+        "devlet.yaml");
+    const std::string all = allMessages(loaded);
+    EXPECT_NE(all.find("devlet.yaml:2: cluster.kubeconfig \"relative/kubeconfig\" must be an absolute path"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find("devlet.yaml:3: cluster.namespace"), std::string::npos) << all;
+    EXPECT_NE(all.find("devlet.yaml:4: cluster.leaseDurationSeconds must be a whole number"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(
+        all.find("devlet.yaml:5: cluster.nodeName: the node's name in the cluster is the top-level nodeName"),
+        std::string::npos)
+        << all;
+    EXPECT_NE(all.find("devlet.yaml:6: unknown key \"kubconfig\" in cluster; did you mean \"kubeconfig\"?"),
+              std::string::npos)
+        << all;
+    auto unused = parseSettings("cluster:\n  namespace: edge\n", "devlet.yaml");
+    EXPECT_NE(
+        allMessages(unused).find("devlet.yaml:1: cluster: namespace and leaseDurationSeconds are used only"),
+        std::string::npos)
+        << allMessages(unused);
+}
+
 TEST(ParseSettings, UnknownKeyIsErrorWithLineAndSuggestion) {
     auto loaded = parseSettings("logLevel: debug\nnodename: a\n", "devlet.yaml");
     ASSERT_EQ(loaded.problems.size(), 2u) << allMessages(loaded);
