@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <random>
+#include <tuple>
 #include <utility>
 
 #include <boost/asio/connect.hpp>
@@ -647,6 +648,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
         }
         if (stopped) return;
         if (handlers.synced) handlers.synced();
+        notify();
         if (!stopped) watch();
     }
 
@@ -680,6 +682,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
                         self->state.watchCurrent = true;
                         self->state.lastError.clear();
                         self->failures = 0;
+                        self->notify();
                     } else {
                         self->watchRetryAfter = retryAfter(headers);
                     }
@@ -780,6 +783,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
 
     void streamEnded(beast::error_code ec) {
         state.watchCurrent = false;
+        notify();
         if (ec) {
             connection->close();
             state.connected = false;
@@ -803,6 +807,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
         state.watchCurrent = false;
         if (error != state.lastError) log.debug() << error;
         state.lastError = error;
+        notify();
         const auto delay = backoffDelay(client->options, ++failures);
         // Without a list there is no version to watch from.
         if (state.resourceVersion.empty() || !state.synced) {
@@ -818,6 +823,14 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
             if (ec || self->stopped) return;
             next();
         });
+    }
+
+    // Tells the owner when what State shows about the connection changed.
+    void notify() {
+        auto now = std::tie(state.connected, state.watchCurrent, state.lastError);
+        if (stopped || (notified && now == *notified)) return;
+        notified = std::make_tuple(state.connected, state.watchCurrent, state.lastError);
+        if (handlers.stateChanged) handlers.stateChanged();
     }
 
     void stop() {
@@ -837,6 +850,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
     std::uint64_t generation = 0;  // of the current stream: older streams' handlers do nothing
     int watchCode = 0;
     std::optional<std::chrono::milliseconds> watchRetryAfter;
+    std::optional<std::tuple<bool, bool, std::string>> notified;
     int failures = 0;
     bool stopped = false;
 };

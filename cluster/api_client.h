@@ -118,7 +118,8 @@ public:
         std::function<void(const boost::json::object&)> added;
         std::function<void(const boost::json::object&)> modified;
         std::function<void(const boost::json::object&)> deleted;  // the last state known
-        std::function<void()> synced;  // after each list's events: the cache is complete
+        std::function<void()> synced;        // after each list's events: the cache is complete
+        std::function<void()> stateChanged;  // connected, watchCurrent or lastError changed
     };
     struct Options {
         std::string labelSelector;

@@ -60,6 +60,7 @@ int Daemon::run() {
         };
     signals_.async_wait(onSignal);
     startWatchdog();
+    if (settings_.cluster.enabled() && !startCluster()) return 1;
 
     Outcome why = Outcome::ok();
     store_ = Store::open(settings_.stateDir, StoreOptions{}, why);
@@ -213,6 +214,8 @@ void Daemon::shutdown() {
     host_.stop();
     if (podResources_) podResources_->stop();
     if (statusServer_) statusServer_->stop();
+    if (leaseWatch_) leaseWatch_->stop();
+    if (kubeClient_) kubeClient_->stop();
     reloadTimer_.cancel();
     storeTimer_.cancel();
     graceTimer_.cancel();
@@ -385,10 +388,60 @@ void Daemon::updateStatus() {
         status += "; " + std::to_string(configurationErrors_.size()) + " configuration error(s)";
     if (!podResourcesError_.empty() && host_.kubeletState() != plugin::PluginHost::KubeletState::Waiting)
         status += "; PodResources unavailable, slots are not released";
+    if (kubeClient_) status += clusterReachable_ ? "; cluster API reachable" : "; cluster API unreachable";
     if (status == lastStatus_) return;
     lastStatus_ = status;
     sd_notify(0, ("STATUS=" + status).c_str());
     log.info() << status;
+}
+
+// ---------------------------------------------------------------------------
+// Cluster mode
+
+bool Daemon::startCluster() {
+    kube::KubeconfigLoad load = kube::loadKubeconfig(settings_.cluster.kubeconfig);
+    if (!load.config) {
+        log.error() << "cluster mode: " << load.error;
+        return false;
+    }
+    const std::string server = load.config->server;
+    kube::ClientOptions options;
+    options.userAgent = std::string("devlet/") + DEVLET_VERSION + " (" + settings_.nodeName + ")";
+    kubeClient_ = std::make_unique<kube::ApiClient>(loop_, std::move(*load.config), options);
+    // The Leases are what cluster-wide slots will be held with; watching them now is how
+    // devlet knows the API server answers, without polling it.
+    kube::Informer::Handlers handlers;
+    handlers.stateChanged = [this] { clusterStateChanged(); };
+    leaseWatch_ = std::make_unique<kube::Informer>(
+        *kubeClient_,
+        kube::collectionPath("coordination.k8s.io/v1", settings_.cluster.namespaceName, "leases"),
+        std::move(handlers), kube::Informer::Options{});
+    log.info() << "cluster mode: API server " << server << ", namespace " << settings_.cluster.namespaceName
+               << ", node " << settings_.nodeName;
+    leaseWatch_->start();
+    return true;
+}
+
+void Daemon::clusterStateChanged() {
+    const kube::Informer::State& state = leaseWatch_->state();
+    const bool reachable = state.connected && state.lastError.empty();
+    if (reachable != clusterReachable_) {
+        if (reachable)
+            log.info() << "cluster API reachable; watching Leases in namespace "
+                       << settings_.cluster.namespaceName;
+        else
+            log.warning() << "cluster API unreachable: " << state.lastError;
+    } else if (!reachable && !state.lastError.empty()) {
+        log.debug() << "cluster API: " << state.lastError;
+    }
+    clusterReachable_ = reachable;
+    if (inventory_) updateStatus();
+}
+
+std::string Daemon::clusterSummary() const {
+    if (!leaseWatch_) return "";
+    const kube::Informer::State& state = leaseWatch_->state();
+    return std::to_string(clusterReachable_) + std::to_string(state.watchCurrent) + state.lastError;
 }
 
 // ---------------------------------------------------------------------------
@@ -404,6 +457,7 @@ Daemon::StatusKey Daemon::statusKey() const {
             host_.registrations(),
             host_.registrationFailures(),
             podResourcesError_,
+            clusterSummary(),
             ready_};
 }
 
@@ -457,6 +511,17 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
     k.pluginsRegistered = host_.registered();
     k.registrations = host_.registrations();
     k.registrationFailures = host_.registrationFailures();
+
+    if (leaseWatch_) {
+        status::ClusterStatus& c = snapshot->cluster;
+        const kube::Informer::State& watch = leaseWatch_->state();
+        c.enabled = true;
+        c.server = kubeClient_->config().server;
+        c.namespaceName = settings_.cluster.namespaceName;
+        c.reachable = clusterReachable_;
+        c.watchCurrent = watch.watchCurrent;
+        c.lastError = watch.lastError;
+    }
 
     if (!inventory_) return snapshot;
     for (ConfigurationView& view : inventory_->view()) {

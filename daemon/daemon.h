@@ -13,6 +13,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "cluster/api_client.h"
 #include "plugin/plugin_host.h"
 #include "plugin/pod_resources_client.h"
 #include "runtime/configuration.h"
@@ -53,6 +54,11 @@ private:
     // Hands what the kubelet says about held devices (PodResources' answer, nullopt when it
     // failed, and the device checkpoint) to the inventory.
     void reconcileWithKubelet(std::optional<std::vector<PodDevice>> held);
+    // Cluster mode: reads the kubeconfig and watches the namespace's Leases, which shows
+    // whether the API server answers. False (logged) when the kubeconfig is unusable.
+    bool startCluster();
+    void clusterStateChanged();
+    std::string clusterSummary() const;
     void reloadConfigurations();
     void scheduleReload();
     void restartProbes(const std::vector<Configuration>& configurations);
@@ -72,6 +78,7 @@ private:
         std::uint64_t registrations = 0;
         std::uint64_t registrationFailures = 0;
         std::string podResourcesError;
+        std::string cluster;
         bool ready = false;
         bool operator==(const StatusKey&) const = default;
     };
@@ -87,6 +94,9 @@ private:
     std::unique_ptr<Inventory> inventory_;
     std::unique_ptr<plugin::PodResourcesClient> podResources_;
     std::unique_ptr<status::StatusServer> statusServer_;  // stopped in shutdown()
+    std::unique_ptr<kube::ApiClient> kubeClient_;         // cluster mode only; stopped in shutdown()
+    std::unique_ptr<kube::Informer> leaseWatch_;          // uses kubeClient_
+    bool clusterReachable_ = false;
     std::int64_t startedAtMs_ = 0;
     boost::asio::signal_set signals_;
     boost::asio::steady_timer reloadTimer_;

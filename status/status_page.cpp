@@ -120,7 +120,9 @@ function render(s) {
   document.getElementById("kubelet").textContent =
     k.state === "waiting" ? "waiting for kubelet at " + k.kubeletSocket
     : "kubelet " + k.state + " (" + k.pluginsRegistered + " of " + k.pluginsOffered + " plugins registered)"
-      + (k.podResourcesError ? "; PodResources: " + k.podResourcesError : "");
+      + (k.podResourcesError ? "; PodResources: " + k.podResourcesError : "")
+      + (!s.cluster || !s.cluster.enabled ? ""
+         : s.cluster.reachable ? "; cluster API reachable" : "; cluster API unreachable" + (s.cluster.lastError ? ": " + s.cluster.lastError : ""));
   document.getElementById("ready").textContent = s.summary.ready ? "ready" : "not ready: " + s.summary.notReadyReasons.join("; ");
   document.getElementById("errors").replaceChildren(
     ...s.daemon.configurationErrors.map(e => el("li", {class: "error"}, "configuration error: " + e)));

@@ -249,6 +249,18 @@ json::object daemonJson(const StatusSnapshot& s, std::int64_t nowMs, const json:
     return o;
 }
 
+json::object clusterJson(const StatusSnapshot& s, const json::storage_ptr& sp) {
+    json::object o(sp);
+    const ClusterStatus& c = s.cluster;
+    o["enabled"] = c.enabled;
+    o["server"] = stringOrNull(c.server, sp);
+    o["namespace"] = stringOrNull(c.namespaceName, sp);
+    o["reachable"] = c.enabled ? json::value(c.reachable, sp) : json::value(nullptr, sp);
+    o["watchCurrent"] = c.enabled ? json::value(c.watchCurrent, sp) : json::value(nullptr, sp);
+    o["lastError"] = stringOrNull(c.lastError, sp);
+    return o;
+}
+
 json::object kubeletJson(const StatusSnapshot& s, const json::storage_ptr& sp) {
     json::object o(sp);
     o["state"] = kubeletStateName(s.kubelet.state);
@@ -509,12 +521,14 @@ std::string apiJson(std::string_view what, const StatusSnapshot& snapshot,
                                  {"summary", summaryJson(snapshot, sp)},
                                  {"daemon", daemonJson(snapshot, snapshot.daemon.nowMs, sp)},
                                  {"kubelet", kubeletJson(snapshot, sp)},
+                                 {"cluster", clusterJson(snapshot, sp)},
                                  {"configurations", std::move(configurations)},
                                  {"events", eventsJson(events, sp)}},
                                 sp);
     } else if (what == "daemon") {
         json::object o = daemonJson(snapshot, snapshot.daemon.nowMs, sp);
         o["kubelet"] = kubeletJson(snapshot, sp);
+        o["cluster"] = clusterJson(snapshot, sp);
         o["summary"] = summaryJson(snapshot, sp);
         document = std::move(o);
     } else if (what == "configurations") {
@@ -600,10 +614,12 @@ DocumentParts SnapshotDocuments::api(std::string_view what, std::int64_t nowMs) 
         // Everything but the daemon's clock is kept; the document is put together around it.
         auto summary = [&] { return serialized([&](auto& sp) { return summaryJson(s, sp); }); };
         auto kubelet = [&] { return serialized([&](auto& sp) { return kubeletJson(s, sp); }); };
+        auto cluster = [&] { return serialized([&](auto& sp) { return clusterJson(s, sp); }); };
         std::string daemon = serialized([&](auto& sp) { return daemonJson(s, nowMs, sp); });
         if (what == "daemon") {
             daemon.pop_back();  // the closing brace: kubelet and summary go inside
             daemon.append(",\"kubelet\":").append(*kept("kubelet", kubelet));
+            daemon.append(",\"cluster\":").append(*kept("cluster", cluster));
             daemon.append(",\"summary\":").append(*kept("summary", summary)).append("}");
             return {std::make_shared<const std::string>(std::move(daemon))};
         }
@@ -622,6 +638,7 @@ DocumentParts SnapshotDocuments::api(std::string_view what, std::int64_t nowMs) 
             std::string text;
             text.reserve(configurations.size() + events.size() + 1024);
             text.append(",\"kubelet\":").append(*kept("kubelet", kubelet));
+            text.append(",\"cluster\":").append(*kept("cluster", cluster));
             text.append(",\"configurations\":").append(configurations);
             text.append(",\"events\":").append(events).append("}");
             return text;

@@ -76,6 +76,16 @@ struct KubeletStatus {
     std::uint64_t registrationFailures = 0;  // and refused or left unanswered
 };
 
+// Cluster mode (docs/cluster.md): whether the Kubernetes API server answers.
+struct ClusterStatus {
+    bool enabled = false;  // a kubeconfig is set
+    std::string server;
+    std::string namespaceName;
+    bool reachable = false;     // the Lease watch listed and nothing failed since
+    bool watchCurrent = false;  // its watch stream is open now
+    std::string lastError;      // empty = none since the last success
+};
+
 struct DaemonStatus {
     std::string version;
     std::string nodeName;
@@ -91,6 +101,7 @@ struct DaemonStatus {
 struct StatusSnapshot {
     DaemonStatus daemon;
     KubeletStatus kubelet;
+    ClusterStatus cluster;
     std::vector<ConfigurationStatus> configurations;  // by name
 };
 

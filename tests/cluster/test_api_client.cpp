@@ -214,6 +214,7 @@ TEST_F(ApiClientTest, AppliesWithAFieldManagerAndMergePatches) {
 struct Recorder {
     std::vector<std::string> events;
     int synced = 0;
+    int stateChanges = 0;
     Informer::Handlers handlers() {
         return {
             .added =
@@ -224,6 +225,7 @@ struct Recorder {
                 },
             .deleted = [this](const json::object& o) { events.push_back("deleted " + name(o)); },
             .synced = [this] { ++synced; },
+            .stateChanged = [this] { ++stateChanges; },
         };
     }
     static std::string name(const json::object& o) {
@@ -318,6 +320,7 @@ TEST_F(ApiClientTest, InformerRecoversWhenTheServerRefusesForAWhile) {
     EXPECT_EQ(recorder.synced, 1);
     EXPECT_TRUE(informer.state().lastError.empty());
     EXPECT_TRUE(informer.state().connected);
+    EXPECT_GE(recorder.stateChanges, 2);  // the failure, then the recovery
 }
 
 }  // namespace
