@@ -140,11 +140,14 @@ private:
                 cluster.leaseDuration = std::chrono::seconds(seconds);
             }
         }
-        if (cluster.kubeconfig.empty() &&
-            (section->contains("namespace") || section->contains("leaseDurationSeconds"))) {
+        // A value other than the default without a kubeconfig would be ignored; the
+        // defaults, as the shipped file has them, change nothing either way.
+        const ClusterSettings defaults;
+        if (!cluster.enabled() && (cluster.namespaceName != defaults.namespaceName ||
+                                   cluster.leaseDuration != defaults.leaseDuration)) {
             error(it->second.line,
-                  "cluster: namespace and leaseDurationSeconds are used only with cluster.kubeconfig, "
-                  "which is not set");
+                  "cluster: namespace and leaseDurationSeconds are used only with cluster.kubeconfig, which "
+                  "is not set");
         }
     }
 

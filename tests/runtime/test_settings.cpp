@@ -111,6 +111,10 @@ TEST(ParseSettings, ClusterSettingsProblemsHaveLines) {
         allMessages(unused).find("devlet.yaml:1: cluster: namespace and leaseDurationSeconds are used only"),
         std::string::npos)
         << allMessages(unused);
+    // The shipped file's defaults, uncommented, change nothing and are accepted.
+    auto defaults = parseSettings(
+        "cluster:\n  kubeconfig: \"\"\n  namespace: devlet\n  leaseDurationSeconds: 15\n", "devlet.yaml");
+    EXPECT_TRUE(defaults.problems.empty()) << allMessages(defaults);
 }
 
 TEST(ParseSettings, UnknownKeyIsErrorWithLineAndSuggestion) {
