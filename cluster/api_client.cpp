@@ -379,7 +379,8 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
                 // that one request is sent again at once on a new connection.
                 if (reused && !call->freshRetried &&
                     (ec == http::error::end_of_stream || ec == net::error::connection_reset ||
-                     ec == net::error::eof || ec == net::ssl::error::stream_truncated)) {
+                     ec == net::error::eof || ec == net::error::broken_pipe ||
+                     ec == net::ssl::error::stream_truncated)) {
                     call->freshRetried = true;
                     --call->attempts;
                     return self->send(call);
@@ -671,6 +672,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
             ++self->state.watches;
             ++self->client->state.requests;
             const std::uint64_t generation = ++self->generation;
+            self->streamStarted = std::chrono::steady_clock::now();
             self->connection->stream(
                 request, idle,
                 [self, generation](int code, const http::fields& headers) {
@@ -791,7 +793,14 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
             return failed(transportMessage("watch of " + collection, ec));
         }
         if (!connection->keepAlive()) connection->close();
-        if (watchCode == 200) return watch();  // the server ended it: go on from the last version
+        if (watchCode == 200) {
+            // The server ended it: go on from the last version. A server that ends every
+            // stream at once is not asked again and again in a tight loop.
+            if (std::chrono::steady_clock::now() - streamStarted < std::chrono::seconds(1))
+                return later(backoffDelay(client->options, ++quickEnds), [this] { watch(); });
+            quickEnds = 0;
+            return watch();
+        }
         if (watchCode == 410) return list();
         ApiResult status;
         status.code = watchCode;
@@ -851,6 +860,8 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
     int watchCode = 0;
     std::optional<std::chrono::milliseconds> watchRetryAfter;
     std::optional<std::tuple<bool, bool, std::string>> notified;
+    std::chrono::steady_clock::time_point streamStarted;
+    int quickEnds = 0;  // streams in a row that the server ended within a second
     int failures = 0;
     bool stopped = false;
 };

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -112,6 +113,34 @@ TEST_F(ApiClientTest, AServerTheCaDidNotSignIsAnError) {
     EXPECT_TRUE(server.requests().empty());
     EXPECT_FALSE(client.state().reachable);
     EXPECT_FALSE(client.state().lastError.empty());
+}
+
+TEST_F(ApiClientTest, AServerThatNeverAnswersTheHandshakeTimesOut) {
+    // A listener that never accepts: the kernel completes TCP, nobody speaks TLS.
+    boost::asio::ip::tcp::acceptor silent(loop, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    Kubeconfig stuck = config(certificates.caPem);
+    stuck.port = std::to_string(silent.local_endpoint().port());
+    ClientOptions options = fastRetries();
+    options.handshakeTimeout = std::chrono::milliseconds(200);
+    options.maxAttempts = 2;
+    ApiClient client(loop, stuck, options);
+    auto result = call([&](auto done) { client.get(kLeases, done); });
+    EXPECT_EQ(result.code, 0);
+    EXPECT_NE(result.message.find("TLS handshake with the API server timed out"), std::string::npos)
+        << result.message;
+    EXPECT_EQ(result.attempts, 2);
+}
+
+TEST_F(ApiClientTest, AClosedKeptAliveConnectionIsReplacedWithoutLosingTheCall) {
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    ASSERT_TRUE(call([&](auto done) { client.get(kLeases, done); }).ok());
+    server.closeConnections();
+    // A create is not repeated after a failure in general, but one the server never
+    // read (it closed the idle connection) goes out once more on a new connection.
+    auto created = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
+    EXPECT_EQ(created.code, 201) << created.describe();
+    EXPECT_EQ(created.attempts, 1);
+    EXPECT_EQ(server.requests().size(), 2u);
 }
 
 TEST_F(ApiClientTest, AWrongTokenIs401AndNotRetried) {

@@ -423,6 +423,13 @@ void TlsApiServer::bookmark() {
     changed_.notify_all();
 }
 
+void TlsApiServer::closeConnections() {
+    std::lock_guard lock(mutex_);
+    ++watchGeneration_;
+    for (int fd : connections_) ::shutdown(fd, SHUT_RDWR);
+    changed_.notify_all();
+}
+
 void TlsApiServer::endWatches() {
     std::lock_guard lock(mutex_);
     ++watchGeneration_;

@@ -53,6 +53,9 @@ public:
     void setTokens(std::set<std::string> tokens);
     // Every open watch gets a BOOKMARK with the current resourceVersion.
     void bookmark();
+    // Every connection is closed, kept-alive idle ones included (a server restart, a
+    // load balancer's idle timeout).
+    void closeConnections();
     // Every open watch stream ends (the server's timeout, a restart).
     void endWatches();
     // While held, a new watch request waits before it is answered.
