@@ -321,7 +321,8 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
         auto bearer = token.current(error);
         if (!bearer) return nullptr;
         auto request = std::make_shared<Request>(verb, config.pathPrefix + target, 11);
-        request->set(http::field::host, config.host + ":" + config.port);
+        const bool ipv6 = config.host.find(':') != std::string::npos;
+        request->set(http::field::host, (ipv6 ? "[" + config.host + "]" : config.host) + ":" + config.port);
         request->set(http::field::user_agent, options.userAgent);
         request->set(http::field::accept, "application/json");
         if (!bearer->empty()) request->set(http::field::authorization, "Bearer " + *bearer);
@@ -572,6 +573,9 @@ const ClientState& ApiClient::state() const {
 const Kubeconfig& ApiClient::config() const {
     return impl_->config;
 }
+const std::string& ApiClient::problem() const {
+    return impl_->tlsProblem;
+}
 
 // ---------------------------------------------------------------------------------------
 
@@ -593,6 +597,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
     void list(std::string continueToken = "", std::shared_ptr<std::map<std::string, json::object>> pages = {},
               std::string listVersion = "") {
         if (stopped) return;
+        listing = true;
         if (!pages) pages = std::make_shared<std::map<std::string, json::object>>();
         std::string query = "limit=500" + selectors();
         if (!continueToken.empty()) query += "&continue=" + queryEscape(continueToken);
@@ -626,6 +631,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
     // what was known nor loses what happened while no watch was open.
     void listed(std::map<std::string, json::object> now, const std::string& version) {
         auto self = shared_from_this();
+        listing = false;
         std::map<std::string, json::object> previous = std::move(cache);
         cache = now;
         state.objects = cache.size();
@@ -818,8 +824,9 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
         state.lastError = error;
         notify();
         const auto delay = backoffDelay(client->options, ++failures);
-        // Without a list there is no version to watch from.
-        if (state.resourceVersion.empty() || !state.synced) {
+        // Without a list there is no version to watch from; a list that failed halfway (after
+        // a 410) must be done again whole.
+        if (listing || state.resourceVersion.empty() || !state.synced) {
             later(delay, [this] { list(); });
         } else {
             later(delay, [this] { watch(); });
@@ -861,7 +868,8 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
     std::optional<std::chrono::milliseconds> watchRetryAfter;
     std::optional<std::tuple<bool, bool, std::string>> notified;
     std::chrono::steady_clock::time_point streamStarted;
-    int quickEnds = 0;  // streams in a row that the server ended within a second
+    int quickEnds = 0;     // streams in a row that the server ended within a second
+    bool listing = false;  // a list is under way or failed; the next try lists
     int failures = 0;
     bool stopped = false;
 };

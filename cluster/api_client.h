@@ -99,6 +99,9 @@ public:
     void stop();
 
     const ClientState& state() const;
+    // Why the kubeconfig's CA or client certificate cannot be used (every call fails
+    // with it), or empty.
+    const std::string& problem() const;
     const Kubeconfig& config() const;
 
     struct Impl;

@@ -408,6 +408,10 @@ bool Daemon::startCluster() {
     kube::ClientOptions options;
     options.userAgent = std::string("devlet/") + DEVLET_VERSION + " (" + settings_.nodeName + ")";
     kubeClient_ = std::make_unique<kube::ApiClient>(loop_, std::move(*load.config), options);
+    if (!kubeClient_->problem().empty()) {
+        log.error() << "cluster mode: " << kubeClient_->problem();
+        return false;
+    }
     // The Leases are what cluster-wide slots will be held with; watching them now is how
     // devlet knows the API server answers, without polling it.
     kube::Informer::Handlers handlers;

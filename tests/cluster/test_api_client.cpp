@@ -115,6 +115,15 @@ TEST_F(ApiClientTest, AServerTheCaDidNotSignIsAnError) {
     EXPECT_FALSE(client.state().lastError.empty());
 }
 
+TEST_F(ApiClientTest, ACaThatIsNoCertificateIsAProblemBeforeAnyCall) {
+    ApiClient client(loop, config("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"));
+    EXPECT_NE(client.problem().find("the certificate authority cannot be used"), std::string::npos)
+        << client.problem();
+    auto result = call([&](auto done) { client.get(kLeases, done); });
+    EXPECT_EQ(result.message, client.problem());
+    EXPECT_TRUE(server.requests().empty());
+}
+
 TEST_F(ApiClientTest, AServerThatNeverAnswersTheHandshakeTimesOut) {
     // A listener that never accepts: the kernel completes TCP, nobody speaks TLS.
     boost::asio::ip::tcp::acceptor silent(loop, {boost::asio::ip::make_address("127.0.0.1"), 0});
