@@ -34,8 +34,7 @@ std::string holderOf(const json::object& object) {
 
 class ApiClientTest : public ::testing::Test {
 protected:
-    ApiClientTest()
-        : certificates(test::makeTestCertificates(dir.path())), server(certificates, {"good-token"}) {
+    ApiClientTest() : certificates(sharedCertificates()), server(certificates, {"good-token"}) {
         server.addCollection(kLeases);
     }
 
@@ -82,8 +81,15 @@ protected:
         return count;
     }
 
+    // One test PKI for the whole program: making RSA keys is most of a test's time.
+    static const test::TestCertificates& sharedCertificates() {
+        static test::TempDir pki;
+        static const test::TestCertificates made = test::makeTestCertificates(pki.path());
+        return made;
+    }
+
     test::TempDir dir;
-    test::TestCertificates certificates;
+    const test::TestCertificates& certificates;
     test::TlsApiServer server;
     boost::asio::io_context loop;
 };
