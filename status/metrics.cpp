@@ -179,6 +179,14 @@ std::string inventoryMetricsText(const StatusSnapshot& s) {
     e.family("devlet_pod_resources_up", "gauge",
              "0 while the kubelet's PodResources API does not answer (held slots are not released).");
     e.sample("devlet_pod_resources_up", s.kubelet.podResourcesError.empty() ? 1 : 0);
+    if (s.cluster.enabled) {
+        e.family("devlet_cluster_api_up", "gauge",
+                 "1 while the Kubernetes API server answers (cluster mode only), 0 while it does not.");
+        e.sample("devlet_cluster_api_up", s.cluster.reachable ? 1 : 0);
+        e.family("devlet_cluster_watch_current", "gauge",
+                 "1 while the Lease watch stream is open (cluster mode only).");
+        e.sample("devlet_cluster_watch_current", s.cluster.watchCurrent ? 1 : 0);
+    }
 
     e.family("devlet_configurations", "gauge", "Configurations running.");
     e.sample("devlet_configurations", static_cast<double>(s.configurations.size()));

@@ -62,6 +62,8 @@ TEST_F(ClusterModeTest, WatchesLeasesAndShowsTheApiServerReachable) {
         return c.contains("reachable") && c.at("reachable") == true && c.at("watchCurrent") == true;
     }));
     EXPECT_EQ(cluster().at("namespace"), "edge");
+    const std::string metrics = httpGet(port_, "/metrics").body;
+    EXPECT_NE(metrics.find("devlet_cluster_api_up 1"), std::string::npos) << metrics;
     // One list, then a watch: nothing is polled.
     auto requests = server_->requests();
     ASSERT_EQ(requests.size(), 2u);
@@ -92,6 +94,7 @@ TEST_F(ClusterModeTest, WithoutAKubeconfigNothingTouchesTheApi) {
     daemon_->start({"--listen", "127.0.0.1:" + std::to_string(port_)});
     ASSERT_TRUE(eventually([&] { return cluster().contains("enabled"); }));
     EXPECT_EQ(cluster().at("enabled"), false);
+    EXPECT_EQ(httpGet(port_, "/metrics").body.find("devlet_cluster"), std::string::npos);
     EXPECT_EQ(daemon_->log().find("cluster"), std::string::npos) << daemon_->log();
     EXPECT_TRUE(server_->requests().empty());
 }
