@@ -142,8 +142,9 @@ public:
     }
 
     // Sends `request` and reads the whole answer.
-    void exchange(std::shared_ptr<Request> request, std::function<void(beast::error_code, Response)> done) {
-        beast::get_lowest_layer(*stream_).expires_after(options_.requestTimeout);
+    void exchange(std::shared_ptr<Request> request, std::chrono::milliseconds timeout,
+                  std::function<void(beast::error_code, Response)> done) {
+        beast::get_lowest_layer(*stream_).expires_after(timeout);
         http::async_write(
             *stream_, *request,
             [self = shared_from_this(), request, done](const beast::error_code& ec, std::size_t) {
@@ -246,6 +247,8 @@ struct Call {
     std::string contentType;
     bool idempotent = true;
     ResultHandler done;
+    int maxAttempts = 0;  // 0: the client's
+    std::optional<std::chrono::steady_clock::time_point> deadline;
     int attempts = 0;
     int failures = 0;
     bool freshRetried = false;
@@ -347,6 +350,12 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
         busy = true;
         auto call = queue.front();
         queue.pop_front();
+        if (call->deadline && std::chrono::steady_clock::now() >= *call->deadline) {
+            busy = false;
+            finish(call, transportFailure("no answer from the API server before the call's deadline",
+                                          std::max(call->attempts, 1)));
+            return pump();
+        }
         send(call);
     }
 
@@ -372,7 +381,13 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     void exchange(std::shared_ptr<Call> call, std::shared_ptr<Request> request, bool reused) {
         ++state.requests;
         auto self = shared_from_this();
-        connection->exchange(request, [self, call, reused](beast::error_code ec, Response response) {
+        auto timeout = options.requestTimeout;
+        if (call->deadline) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                *call->deadline - std::chrono::steady_clock::now());
+            timeout = std::clamp(left, std::chrono::milliseconds(1), timeout);
+        }
+        connection->exchange(request, timeout, [self, call, reused](beast::error_code ec, Response response) {
             if (self->stopped) return;
             if (ec) {
                 self->connection->close();
@@ -397,8 +412,10 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
         busy = false;
         state.reachable = false;
         // What was never sent is safe to send again; what was sent only when idempotent.
-        if ((call->idempotent || !sent) && call->attempts < options.maxAttempts) {
-            retryLater(call, backoffDelay(options, ++call->failures), message);
+        const auto delay = backoffDelay(options, call->failures + 1);
+        if ((call->idempotent || !sent) && mayRetry(*call, delay)) {
+            ++call->failures;
+            retryLater(call, delay, message);
         } else {
             finish(call, transportFailure(message, std::max(call->attempts, 1)));
         }
@@ -414,23 +431,30 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
         readStatus(result, response.body());
         if (result.code == 401) token.invalidate();  // a rotated token is read again
         std::optional<std::chrono::milliseconds> delay;
-        if (result.code == 429 && call->attempts < options.maxAttempts) {
+        if (result.code == 429) {
             // Priority and fairness refused it before any work: any call may go again.
             delay = retryAfter(response);
             if (delay)
                 delay = std::min(*delay, options.retryAfterMax);
             else
                 delay = backoffDelay(options, ++call->failures);
-        } else if (result.code >= 500 && call->idempotent && call->attempts < options.maxAttempts) {
+        } else if (result.code >= 500 && call->idempotent) {
             delay = retryAfter(response);
             if (!delay) delay = backoffDelay(options, ++call->failures);
         }
-        if (delay) {
+        if (delay && mayRetry(*call, *delay)) {
             retryLater(call, *delay, result.describe());
         } else {
             finish(call, std::move(result));
         }
         pump();
+    }
+
+    // Whether another attempt after `delay` fits the call's attempts and deadline.
+    bool mayRetry(const Call& call, std::chrono::milliseconds delay) const {
+        const int most = call.maxAttempts > 0 ? call.maxAttempts : options.maxAttempts;
+        if (call.attempts >= most) return false;
+        return !call.deadline || std::chrono::steady_clock::now() + delay < *call.deadline;
     }
 
     void retryLater(std::shared_ptr<Call> call, std::chrono::milliseconds delay, const std::string& why) {
@@ -490,7 +514,7 @@ ApiClient::~ApiClient() {
 
 namespace {
 std::shared_ptr<Call> makeCall(http::verb verb, std::string target, std::string body, std::string contentType,
-                               bool idempotent, ResultHandler done) {
+                               bool idempotent, ResultHandler done, CallOptions options = {}) {
     auto call = std::make_shared<Call>();
     call->verb = verb;
     call->target = std::move(target);
@@ -498,6 +522,8 @@ std::shared_ptr<Call> makeCall(http::verb verb, std::string target, std::string 
     call->contentType = std::move(contentType);
     call->idempotent = idempotent;
     call->done = std::move(done);
+    call->maxAttempts = options.maxAttempts;
+    if (options.deadline.count() > 0) call->deadline = std::chrono::steady_clock::now() + options.deadline;
     return call;
 }
 }  // namespace
@@ -510,46 +536,50 @@ std::shared_ptr<Call> makeCall(http::verb verb, std::string target, std::string 
         return;                                                                   \
     }
 
-void ApiClient::get(const std::string& path, ResultHandler done) {
-    list(path, "", std::move(done));
+void ApiClient::get(const std::string& path, ResultHandler done, CallOptions options) {
+    list(path, "", std::move(done), options);
 }
 
-void ApiClient::list(const std::string& path, const std::string& query, ResultHandler done) {
+void ApiClient::list(const std::string& path, const std::string& query, ResultHandler done,
+                     CallOptions options) {
     DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
-    impl_->enqueue(
-        makeCall(http::verb::get, query.empty() ? path : path + "?" + query, "", "", true, std::move(done)));
+    impl_->enqueue(makeCall(http::verb::get, query.empty() ? path : path + "?" + query, "", "", true,
+                            std::move(done), options));
 }
 
-void ApiClient::create(const std::string& collection, const json::value& object, ResultHandler done) {
+void ApiClient::create(const std::string& collection, const json::value& object, ResultHandler done,
+                       CallOptions options) {
     DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
     // Not idempotent: a create that reached the server before the connection broke would
     // come back as AlreadyExists, and the caller must decide what that means.
     impl_->enqueue(makeCall(http::verb::post, collection, json::serialize(object), "application/json", false,
-                            std::move(done)));
+                            std::move(done), options));
 }
 
-void ApiClient::replace(const std::string& path, const json::value& object, ResultHandler done) {
+void ApiClient::replace(const std::string& path, const json::value& object, ResultHandler done,
+                        CallOptions options) {
     DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
-    impl_->enqueue(
-        makeCall(http::verb::put, path, json::serialize(object), "application/json", true, std::move(done)));
+    impl_->enqueue(makeCall(http::verb::put, path, json::serialize(object), "application/json", true,
+                            std::move(done), options));
 }
 
-void ApiClient::mergePatch(const std::string& path, const json::value& patch, ResultHandler done) {
+void ApiClient::mergePatch(const std::string& path, const json::value& patch, ResultHandler done,
+                           CallOptions options) {
     DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
     impl_->enqueue(makeCall(http::verb::patch, path, json::serialize(patch), "application/merge-patch+json",
-                            false, std::move(done)));
+                            false, std::move(done), options));
 }
 
 void ApiClient::apply(const std::string& path, const json::value& object, const std::string& fieldManager,
-                      bool force, ResultHandler done) {
+                      bool force, ResultHandler done, CallOptions options) {
     DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
     std::string target = path + "?fieldManager=" + queryEscape(fieldManager) + (force ? "&force=true" : "");
     impl_->enqueue(makeCall(http::verb::patch, std::move(target), json::serialize(object),
-                            "application/apply-patch+yaml", true, std::move(done)));
+                            "application/apply-patch+yaml", true, std::move(done), options));
 }
 
-void ApiClient::remove(const std::string& path, const DeletePreconditions& preconditions,
-                       ResultHandler done) {
+void ApiClient::remove(const std::string& path, const DeletePreconditions& preconditions, ResultHandler done,
+                       CallOptions call) {
     DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
     json::object options{
         {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}};
@@ -559,7 +589,7 @@ void ApiClient::remove(const std::string& path, const DeletePreconditions& preco
     if (!conditions.empty()) options["preconditions"] = std::move(conditions);
     // With a precondition a repeated DELETE answers 404 or 409, never deletes a newer object.
     impl_->enqueue(makeCall(http::verb::delete_, path, json::serialize(options), "application/json", true,
-                            std::move(done)));
+                            std::move(done), call));
 }
 
 #undef DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE

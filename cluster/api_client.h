@@ -54,6 +54,13 @@ struct ClientOptions {
     std::string userAgent = "devlet";
 };
 
+// Per call: fewer attempts than the client's, or a deadline after which no attempt starts
+// and a running one is cut off (an answer the kubelet waits for). Zero: the client's.
+struct CallOptions {
+    int maxAttempts = 0;
+    std::chrono::milliseconds deadline{0};
+};
+
 // Where an object lives on the API: built by the caller, e.g.
 // "/apis/coordination.k8s.io/v1/namespaces/devlet/leases" (collection) + "/slot-0".
 std::string collectionPath(const std::string& groupVersion, const std::string& namespaceName,
@@ -83,17 +90,21 @@ public:
 
     // `path` is the object's (or for list/create the collection's) path from the API root;
     // `query` without '?' (e.g. "labelSelector=a%3Db&limit=500").
-    void get(const std::string& path, ResultHandler done);
-    void list(const std::string& path, const std::string& query, ResultHandler done);
-    void create(const std::string& collection, const boost::json::value& object, ResultHandler done);
+    void get(const std::string& path, ResultHandler done, CallOptions call = {});
+    void list(const std::string& path, const std::string& query, ResultHandler done, CallOptions call = {});
+    void create(const std::string& collection, const boost::json::value& object, ResultHandler done,
+                CallOptions call = {});
     // PUT; the object's metadata.resourceVersion makes it an optimistic update (409 Conflict
     // when stale).
-    void replace(const std::string& path, const boost::json::value& object, ResultHandler done);
-    void mergePatch(const std::string& path, const boost::json::value& patch, ResultHandler done);
+    void replace(const std::string& path, const boost::json::value& object, ResultHandler done,
+                 CallOptions call = {});
+    void mergePatch(const std::string& path, const boost::json::value& patch, ResultHandler done,
+                    CallOptions call = {});
     // Server-side apply (JSON is YAML, so the body is sent as application/apply-patch+yaml).
     void apply(const std::string& path, const boost::json::value& object, const std::string& fieldManager,
-               bool force, ResultHandler done);
-    void remove(const std::string& path, const DeletePreconditions& preconditions, ResultHandler done);
+               bool force, ResultHandler done, CallOptions call = {});
+    void remove(const std::string& path, const DeletePreconditions& preconditions, ResultHandler done,
+                CallOptions call = {});
 
     // Cancels every call and watch; no callback runs afterwards.
     void stop();

@@ -238,6 +238,23 @@ TEST_F(ApiClientTest, ServerErrorsAreRetriedForIdempotentCallsOnly) {
     EXPECT_EQ(givenUp.attempts, 3);
 }
 
+TEST_F(ApiClientTest, ACallsOwnDeadlineAndAttemptsLimitItsRetries) {
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    // Waiting 30 s as asked would pass the call's deadline: the 429 is the answer.
+    server.failNext(429, 1, "30");
+    auto hurried = call([&](auto done) {
+        client.get(kLeases, done, {.maxAttempts = 0, .deadline = std::chrono::seconds(5)});
+    });
+    EXPECT_EQ(hurried.code, 429);
+    EXPECT_EQ(hurried.attempts, 1);
+    server.failNext(500, 3);
+    auto once = call([&](auto done) { client.get(kLeases, done, {.maxAttempts = 1, .deadline = {}}); });
+    EXPECT_EQ(once.code, 500);
+    EXPECT_EQ(once.attempts, 1);
+    server.failNext(500, 2);
+    EXPECT_TRUE(call([&](auto done) { client.get(kLeases, done); }).ok());
+}
+
 TEST_F(ApiClientTest, AppliesWithAFieldManagerAndMergePatches) {
     ApiClient client(loop, config(certificates.caPem), fastRetries());
     auto applied = call([&](auto done) {
