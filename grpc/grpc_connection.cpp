@@ -224,6 +224,11 @@ void GrpcConnection::submitResponse(std::int32_t id, Stream& stream) {
         nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_INTERNAL_ERROR);
 }
 
+bool GrpcConnection::awaiting(std::int32_t id) const {
+    auto it = streams_.find(id);
+    return !closed() && it != streams_.end() && !it->second.responding;
+}
+
 void GrpcConnection::reply(std::int32_t id, std::string_view message) {
     loopThread_.check();
     auto it = streams_.find(id);

@@ -37,6 +37,10 @@ public:
 
     void start();
 
+    // Whether a call is still waiting for its answer (not answered, cancelled or reset):
+    // an answer given later, after other work, checks first.
+    bool awaiting(std::int32_t stream) const;
+
     // Unary answers: one message and status OK, or a status without a message.
     void reply(std::int32_t stream, std::string_view message);
     void fail(std::int32_t stream, const GrpcStatus& status);

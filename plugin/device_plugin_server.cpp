@@ -148,6 +148,7 @@ void DevicePluginServer::onCall(rpc::GrpcConnection& connection, std::int32_t st
             options.set_get_preferred_allocation_available(preferred_);
             response = options.SerializeAsString();
         } else if (name == "Allocate") {
+            if (allocateAfterLeases(connection, stream, request)) return;
             status = allocate(request, response);
         } else if (name == "GetPreferredAllocation") {
             status = preferredAllocation(request, response);
@@ -164,6 +165,62 @@ void DevicePluginServer::onCall(rpc::GrpcConnection& connection, std::int32_t st
     } else {
         connection.fail(stream, status);
     }
+}
+
+bool DevicePluginServer::allocateAfterLeases(rpc::GrpcConnection& connection, std::int32_t stream,
+                                             std::string_view request) {
+    SharedSlotGate* gate = inventory_.sharedSlotGate();
+    if (!gate) return false;
+    v1beta1::AllocateRequest in;
+    if (!parse(request, in)) return false;  // allocate() refuses it
+    std::vector<std::vector<std::string>> containers;
+    for (const auto& container : in.container_requests())
+        containers.emplace_back(container.devices_ids().begin(), container.devices_ids().end());
+    std::vector<std::string> shared = inventory_.sharedSlotsIn(resource_, containers);
+    if (shared.empty()) return false;
+    std::weak_ptr<rpc::GrpcConnection> weak;
+    for (const auto& c : connections_) {
+        if (c.get() == &connection) weak = c;
+    }
+    std::vector<std::string> newlyTaken;
+    for (const std::string& id : shared) {
+        if (!inventory_.slotHeld(id)) newlyTaken.push_back(id);
+    }
+    // The inventory and the gate outlive every device plugin; this server may not.
+    gate->take(shared, [this, self = std::weak_ptr<DevicePluginServer*>(self_), &inventory = inventory_, weak,
+                        stream, request = std::string(request), newlyTaken, gate](Outcome taken) {
+        // Slots taken for a call that is not granted go back at once, so that no Lease
+        // outlives its reason; one a container here holds meanwhile is kept.
+        auto giveBack = [&] {
+            for (const std::string& id : newlyTaken) {
+                if (!inventory.slotHeld(id)) gate->release(id);
+            }
+        };
+        auto connection = weak.lock();
+        if (self.expired() || !connection || !connection->awaiting(stream)) {
+            if (taken) giveBack();
+            return;
+        }
+        if (!taken) {
+            log.warning() << "Allocate " << resource_ << " refused: " << taken.error();
+            connection->fail(stream, {rpc::GrpcCode::FailedPrecondition, taken.error()});
+            return;
+        }
+        std::string response;
+        rpc::GrpcStatus status;
+        try {
+            status = allocate(request, response);
+        } catch (const std::exception& e) {
+            status = {rpc::GrpcCode::Internal, e.what()};
+        }
+        if (status.code == rpc::GrpcCode::Ok) {
+            connection->reply(stream, response);
+        } else {
+            giveBack();
+            connection->fail(stream, status);
+        }
+    });
+    return true;
 }
 
 rpc::GrpcStatus DevicePluginServer::allocate(std::string_view request, std::string& response) {

@@ -3,7 +3,8 @@
 // resource's GetDevicePluginOptions, ListAndWatch, Allocate, GetPreferredAllocation
 // and PreStartContainer over gRPC (GrpcConnection). Everything runs on the loop
 // thread, where the Inventory decides: an Allocate is answered in the same turn of
-// the loop that read it, with no thread handoff.
+// the loop that read it, with no thread handoff (in cluster mode, one naming slots of a
+// shared device once cluster mode has taken them).
 
 #include <memory>
 #include <string>
@@ -53,6 +54,9 @@ private:
     void onStreamClosed(rpc::GrpcConnection& connection, std::int32_t stream) override;
     void onDisconnected(rpc::GrpcConnection& connection) override;
     rpc::GrpcStatus allocate(std::string_view request, std::string& response);
+    // In cluster mode, an Allocate naming slots of shared devices is answered once their
+    // Leases are taken (one API round trip): false when the call needs none.
+    bool allocateAfterLeases(rpc::GrpcConnection& connection, std::int32_t stream, std::string_view request);
     rpc::GrpcStatus preferredAllocation(std::string_view request, std::string& response) const;
     void dropClosedConnections();
 

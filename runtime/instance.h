@@ -57,6 +57,9 @@ struct InstanceView {
     std::int64_t lastSeenMs = 0;
     std::vector<Slot> slots;                        // every slot up to its count, held or free
     std::map<std::string, LiveFileView> liveFiles;  // by slot id: the held slots a live file describes
+    // By slot id: free slots this node may not offer in cluster mode, and why (another
+    // node holds them, or the cluster cannot be asked).
+    std::map<std::string, std::string> heldElsewhere;
 };
 
 }  // namespace devlet

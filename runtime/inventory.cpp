@@ -425,6 +425,8 @@ std::variant<std::vector<Inventory::SlotRef>, AllocationRefused> Inventory::chec
                                      std::to_string(config->configuration.capacity)};
         }
         const Slot* slot = ledger_.holder(ref.instance->name, ref.index);
+        if (auto elsewhere = heldElsewhere_.find(id); !slot && elsewhere != heldElsewhere_.end())
+            return AllocationRefused{"slot " + id + " cannot be given on this node: " + elsewhere->second};
         if (slot && slot->holderResource != resource) {
             std::string holder = slot->holderResource;
             if (!slot->pod.empty()) holder += " by pod " + slot->podNamespace + "/" + slot->pod;
@@ -664,6 +666,10 @@ void Inventory::holderChanged(const Slot& slot, const std::string& before) {
     auto cit = configurations_.find(slot.configuration);
     if (cit == configurations_.end() || !cit->second.instances.count(slot.instance)) return;
     const ConfigurationState& c = cit->second;
+    // Freed here: another node may have it. A slot whose device went away with its
+    // configuration keeps its Lease until the Lease lapses.
+    if (gate_ && !slot.held() && !before.empty() && c.instances.at(slot.instance).device.shared)
+        gate_->release(slot.deviceId);
     const std::string& after = slot.holderResource;
     // A slot is Healthy in the resource that holds it and Unhealthy in the other, so a
     // new holder usually changes one list: the configuration-level one can be thousands
@@ -680,6 +686,68 @@ void Inventory::holderChanged(const Slot& slot, const std::string& before) {
     }
 }
 
+std::vector<std::string> Inventory::sharedSlotsIn(
+    const std::string& resource, const std::vector<std::vector<std::string>>& containers) const {
+    loopThread_.check();
+    std::vector<std::string> shared;
+    const ConfigurationState* config = resolve(resource).first;
+    if (!config) return shared;
+    for (const std::vector<std::string>& ids : containers) {
+        for (const std::string& id : ids) {
+            auto [instance, index] = splitSlotId(id);
+            auto i = config->instances.find(instance);
+            if (index >= 0 && i != config->instances.end() && i->second.device.shared &&
+                std::find(shared.begin(), shared.end(), id) == shared.end())
+                shared.push_back(id);
+        }
+    }
+    return shared;
+}
+
+bool Inventory::slotHeld(const std::string& slotId) const {
+    auto [instance, index] = splitSlotId(slotId);
+    return index >= 0 && ledger_.holder(instance, index) != nullptr;
+}
+
+std::vector<std::string> Inventory::heldSharedSlots() const {
+    loopThread_.check();
+    std::vector<std::string> held;
+    for (const auto& [name, c] : configurations_) {
+        for (const auto& [instanceName, i] : c.instances) {
+            if (!i.device.shared) continue;
+            for (int k = 0; k < i.slotCount; ++k) {
+                if (ledger_.holder(i.name, k)) held.push_back(slotId(i.name, k));
+            }
+        }
+    }
+    return held;
+}
+
+void Inventory::setHeldElsewhere(std::map<std::string, std::string> slotReasons) {
+    loopThread_.check();
+    if (slotReasons == heldElsewhere_) return;
+    Edit edit(*this);
+    std::set<std::string> touched;
+    for (const auto& [id, why] : heldElsewhere_) {
+        if (!slotReasons.count(id)) touched.insert(id);
+    }
+    for (const auto& [id, why] : slotReasons) {
+        auto before = heldElsewhere_.find(id);
+        if (before == heldElsewhere_.end()) touched.insert(id);
+    }
+    heldElsewhere_ = std::move(slotReasons);
+    for (const std::string& id : touched) {
+        auto [instance, index] = splitSlotId(id);
+        for (const auto& [name, c] : configurations_) {
+            if (!c.instances.count(instance)) continue;
+            slotChanges_[c.resource].emplace(instance, index);
+            changed_.insert(instanceResource(instance));
+            ++marks_;
+        }
+    }
+    publish();
+}
+
 void Inventory::markChanged(const ConfigurationState& c, const InstanceState* instance) {
     ++marks_;
     changed_.insert(c.resource);
@@ -690,7 +758,8 @@ bool Inventory::slotHealthy(const ConfigurationState& c, const InstanceState& i,
                             const std::string& resource) const {
     if (!i.present || index >= c.configuration.capacity) return false;
     const Slot* slot = ledger_.holder(i.name, index);
-    return !slot || slot->holderResource == resource;
+    if (!slot) return heldElsewhere_.empty() || !heldElsewhere_.count(slotId(i.name, index));
+    return slot->holderResource == resource;
 }
 
 ResourceState Inventory::buildResource(const ConfigurationState& c, const InstanceState* instance) const {
@@ -806,12 +875,17 @@ std::vector<ConfigurationView> Inventory::view() const {
         ConfigurationView v{c.configuration, c.resource, c.probeError, {}, c.discovery};
         for (const auto& [instanceName, i] : c.instances) {
             InstanceView iv{i.name,        i.configuration, i.device, i.present, i.offered,
-                            i.firstSeenMs, i.lastSeenMs,    {},       {}};
+                            i.firstSeenMs, i.lastSeenMs,    {},       {},        {}};
             for (int k = 0; k < i.slotCount; ++k) {
                 const Slot* held = ledger_.holder(i.name, k);
                 iv.slots.push_back(held ? *held
                                         : Slot{slotId(i.name, k), i.name, i.configuration, k, "", 0, "", ""});
-                if (!held) continue;
+                if (!held) {
+                    if (auto elsewhere = heldElsewhere_.find(iv.slots.back().deviceId);
+                        elsewhere != heldElsewhere_.end())
+                        iv.heldElsewhere.insert(*elsewhere);
+                    continue;
+                }
                 if (auto live = liveFile(held->deviceId))
                     iv.liveFiles.emplace(held->deviceId, std::move(*live));
             }

@@ -21,6 +21,7 @@
 #include "runtime/histogram.h"
 #include "runtime/instance.h"
 #include "runtime/live_info.h"
+#include "runtime/shared_slots.h"
 #include "runtime/slot.h"
 #include "runtime/slot_ledger.h"
 #include "runtime/thread_bound.h"
@@ -164,6 +165,20 @@ public:
     // `<stateDir>/pods/<allocation>/` (docs/live-info.md), mounted into the container.
     // Call before restoreSlots(), which rebuilds the files of the slots still held.
     void setLiveInfoDirectory(const std::string& stateDir);
+    // Cluster mode (borrowed; outlives the inventory): told when a slot of a shared
+    // device is freed. Without it shared slots are counted on this node alone.
+    void setSharedSlotGate(SharedSlotGate* gate) { gate_ = gate; }
+    SharedSlotGate* sharedSlotGate() const { return gate_; }
+    // The slots of shared devices a request names (cluster mode takes them first).
+    std::vector<std::string> sharedSlotsIn(const std::string& resource,
+                                           const std::vector<std::vector<std::string>>& containers) const;
+    // Whether a container on this node holds the slot.
+    bool slotHeld(const std::string& slotId) const;
+    // The slots of shared devices this node holds.
+    std::vector<std::string> heldSharedSlots() const;
+    // Free slots this node may not offer, and why: listed Unhealthy and refused until
+    // the next call leaves them out. Slots this node holds are never affected.
+    void setHeldElsewhere(std::map<std::string, std::string> slotReasons);
 
     // --- reading ----------------------------------------------------------------
     // Changes whenever anything view() or the events show may have changed: the status
@@ -321,6 +336,8 @@ private:
     std::uint64_t edits_ = 0;   // Edits closed so far
     std::map<std::string, AllocationCounts> allocationCounts_;
     const HandlerRegistry* handlers_ = nullptr;
+    SharedSlotGate* gate_ = nullptr;                             // null: not in cluster mode
+    std::map<std::string, std::string> heldElsewhere_;           // slot id -> why it is not offered
     std::unique_ptr<LiveInfoWriter> liveInfo_;                   // null: no live files
     std::map<std::string, std::vector<std::string>> liveSlots_;  // allocation -> its slot ids
     std::map<std::string, std::string> liveAllocationOf_;        // slot id -> allocation

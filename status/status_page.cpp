@@ -72,6 +72,7 @@ function slotText(slot) {
       : "";
     return slot.id + ": held by " + pod + " via " + h.resource + (h.since ? " since " + when(h.since) : "") + live;
   }
+  if (slot.state === "elsewhere") return slot.id + ": not offered here: " + slot.elsewhere;
   return slot.id + ": " + slot.state;
 }
 function instanceRow(i) {

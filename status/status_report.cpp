@@ -47,6 +47,7 @@ json::value stringOrNull(const std::string& text, const json::storage_ptr& sp) {
 std::string slotState(const InstanceStatus& instance, const Slot& slot) {
     if (!slot.holderResource.empty()) return "held";
     if (!instance.present || !instance.offered || slot.index >= instance.capacity) return "unavailable";
+    if (instance.heldElsewhere.count(slot.deviceId)) return "elsewhere";
     return "free";
 }
 
@@ -55,6 +56,9 @@ json::object slotJson(const InstanceStatus& instance, const Slot& slot, const js
     o["id"] = slot.deviceId;
     o["index"] = slot.index;
     o["state"] = slotState(instance, slot);
+    if (auto elsewhere = instance.heldElsewhere.find(slot.deviceId);
+        elsewhere != instance.heldElsewhere.end())
+        o["elsewhere"] = json::value(elsewhere->second, sp);
     if (slot.holderResource.empty()) {
         o["holder"] = nullptr;
     } else {

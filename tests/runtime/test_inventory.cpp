@@ -888,6 +888,61 @@ TEST_F(InventoryTest, ReconcileFreesUnlistedSlotOnlyAfterGrace) {
     EXPECT_EQ(inventory_->slotsHeld(), 0u);
 }
 
+// Cluster mode's part, as the inventory sees it: the slots it may not offer, and the
+// slots of shared devices it frees.
+class RecordingGate : public SharedSlotGate {
+public:
+    void take(const std::vector<std::string>& slotIds, std::function<void(Outcome)> done) override {
+        taken.insert(taken.end(), slotIds.begin(), slotIds.end());
+        done(Outcome::ok());
+    }
+    void release(const std::string& slotId) override { released.push_back(slotId); }
+    std::vector<std::string> taken;
+    std::vector<std::string> released;
+};
+
+TEST_F(InventoryTest, SlotHeldElsewhereIsUnhealthyEverywhereAndRefusedNamingWhy) {
+    setUpEcho(2);
+    inventory().setHeldElsewhere({{"echo-8120fe-0", "held on node node-b"}});
+    EXPECT_FALSE(health(kFoo0Il).at("echo-8120fe-0"));
+    EXPECT_FALSE(health(kCl).at("echo-8120fe-0"));
+    EXPECT_TRUE(health(kCl).at("echo-8120fe-1"));
+    const std::string message = refusal(kCl, {"echo-8120fe-0"});
+    EXPECT_NE(message.find("held on node node-b"), std::string::npos) << message;
+    EXPECT_EQ(inventory().view().at(0).instances.at(0).heldElsewhere.at("echo-8120fe-0"),
+              "held on node node-b");
+
+    inventory().setHeldElsewhere({});
+    EXPECT_TRUE(health(kFoo0Il).at("echo-8120fe-0"));
+    EXPECT_TRUE(health(kCl).at("echo-8120fe-0"));
+    allocateOk(kCl, {"echo-8120fe-0"});
+}
+
+TEST_F(InventoryTest, SlotHeldHereStaysHealthyInItsHolderWhateverTheClusterSays) {
+    setUpEcho(1);
+    allocateOk(kCl, {"echo-8120fe-0"});
+    inventory().setHeldElsewhere({{"echo-8120fe-0", "held on node node-b"}});
+    EXPECT_TRUE(health(kCl).at("echo-8120fe-0"));
+    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+}
+
+TEST_F(InventoryTest, SharedSlotsOfARequestAreNamedAndFreedOnesReleased) {
+    RecordingGate gate;
+    setUpEcho(1);
+    inventory().setSharedSlotGate(&gate);
+    EXPECT_EQ(inventory().sharedSlotsIn(kCl, {{"echo-8120fe-0"}, {"echo-a19705-0", "echo-8120fe-0"}}),
+              (std::vector<std::string>{"echo-8120fe-0", "echo-a19705-0"}));
+    EXPECT_TRUE(inventory().sharedSlotsIn("akri.sh/other", {{"echo-8120fe-0"}}).empty());
+    allocateOk(kCl, {"echo-8120fe-0"});
+    EXPECT_EQ(inventory().heldSharedSlots(), std::vector<std::string>{"echo-8120fe-0"});
+    EXPECT_TRUE(inventory().slotHeld("echo-8120fe-0"));
+    advance(5s);
+    inventory().reconcile(kubeletSays({}), 5s);
+    EXPECT_EQ(holder("echo-8120fe-0"), "");
+    EXPECT_EQ(gate.released, std::vector<std::string>{"echo-8120fe-0"});
+    inventory().setSharedSlotGate(nullptr);
+}
+
 TEST_F(InventoryTest, ReconcileConfirmationRestartsGrace) {
     setUpEcho(1);
     allocateOk(kCl, {"echo-8120fe-0"});
