@@ -5,7 +5,7 @@
 
 #include <boost/json.hpp>
 
-namespace devlet::cluster {
+namespace devlet::kube {
 
 namespace json = boost::json;
 
@@ -33,8 +33,16 @@ std::optional<Lease> parseLease(const std::string& text, std::string& error) {
         error = "a Lease that is not JSON: " + ec.message();
         return std::nullopt;
     }
-    const json::object* object = value.if_object();
-    const json::value* metadata = object ? object->if_contains("metadata") : nullptr;
+    if (!value.is_object()) {
+        error = "a Lease that is not a JSON object";
+        return std::nullopt;
+    }
+    return parseLease(value.get_object(), error);
+}
+
+std::optional<Lease> parseLease(const json::object& root, std::string& error) {
+    const json::object* object = &root;
+    const json::value* metadata = object->if_contains("metadata");
     if (!metadata || !metadata->is_object()) {
         error = "a Lease without metadata";
         return std::nullopt;
@@ -62,6 +70,10 @@ std::optional<Lease> parseLease(const std::string& text, std::string& error) {
 }
 
 std::string leaseBody(const Lease& lease, const std::string& ns) {
+    return json::serialize(leaseObject(lease, ns));
+}
+
+json::object leaseObject(const Lease& lease, const std::string& ns) {
     json::object metadata{{"name", lease.name}, {"namespace", ns}};
     json::object labels{{kManagedByLabel, kManagedByValue}};
     if (!lease.instance.empty()) labels[kInstanceLabel] = lease.instance;
@@ -72,10 +84,10 @@ std::string leaseBody(const Lease& lease, const std::string& ns) {
                       {"leaseTransitions", lease.transitions}};
     if (!lease.acquireTime.empty()) spec["acquireTime"] = lease.acquireTime;
     if (!lease.renewTime.empty()) spec["renewTime"] = lease.renewTime;
-    return json::serialize(json::object{{"apiVersion", "coordination.k8s.io/v1"},
-                                        {"kind", "Lease"},
-                                        {"metadata", std::move(metadata)},
-                                        {"spec", std::move(spec)}});
+    return json::object{{"apiVersion", "coordination.k8s.io/v1"},
+                        {"kind", "Lease"},
+                        {"metadata", std::move(metadata)},
+                        {"spec", std::move(spec)}};
 }
 
 std::string microTime(std::chrono::system_clock::time_point when) {
@@ -91,4 +103,4 @@ std::string microTime(std::chrono::system_clock::time_point when) {
     return text;
 }
 
-}  // namespace devlet::cluster
+}  // namespace devlet::kube

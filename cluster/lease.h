@@ -7,7 +7,9 @@
 #include <optional>
 #include <string>
 
-namespace devlet::cluster {
+#include <boost/json/object.hpp>
+
+namespace devlet::kube {
 
 struct Lease {
     std::string name;  // the slot's device id, "<instance>-<k>"
@@ -27,16 +29,17 @@ inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
 inline constexpr char kManagedByValue[] = "devlet";
 inline constexpr char kInstanceLabel[] = "devlet.io/instance";
 
-// A Lease object from the API (a JSON object's text); nullopt with `error` set when it is
-// not one.
-std::optional<Lease> parseLease(const std::string& json, std::string& error);
+// A Lease object from the API; nullopt with `error` set when it is not one.
+std::optional<Lease> parseLease(const boost::json::object& object, std::string& error);
+std::optional<Lease> parseLease(const std::string& json, std::string& error);  // its text
 
 // The JSON body to create or replace a Lease: metadata (name, namespace, labels and, for a
 // replace, the resourceVersion) and spec. Times are written as MicroTime.
-std::string leaseBody(const Lease& lease, const std::string& ns);
+boost::json::object leaseObject(const Lease& lease, const std::string& ns);
+std::string leaseBody(const Lease& lease, const std::string& ns);  // its text
 
 // RFC 3339 with microseconds in UTC ("2026-11-25T15:04:05.123456Z"), as the API's
 // MicroTime is written.
 std::string microTime(std::chrono::system_clock::time_point when);
 
-}  // namespace devlet::cluster
+}  // namespace devlet::kube

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace devlet::cluster {
+namespace devlet::kube {
 
 namespace {
 // A Lease without a duration would lapse at once; one second is the least the API allows.
@@ -88,4 +88,4 @@ const Lease* LeaseTable::find(const std::string& name) const {
     return it == seen_.end() ? nullptr : &it->second.lease;
 }
 
-}  // namespace devlet::cluster
+}  // namespace devlet::kube

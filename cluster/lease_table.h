@@ -13,7 +13,7 @@
 
 #include "cluster/lease.h"
 
-namespace devlet::cluster {
+namespace devlet::kube {
 
 class LeaseTable {
 public:
@@ -63,4 +63,4 @@ private:
     std::map<std::string, Seen> seen_;
 };
 
-}  // namespace devlet::cluster
+}  // namespace devlet::kube

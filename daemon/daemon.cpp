@@ -127,6 +127,7 @@ void Daemon::serve() {
                           [this](const std::string&, std::uint32_t) { scheduleReload(); });
     reloadConfigurations();
     inventory_->restoreSlots();
+    if (kubeClient_) startSlotLeases();
 
     // The plugins are registered once PodResources has answered (or failed) for the first
     // time, and the kubelet's device checkpoint has been read: a slot a running container
@@ -214,7 +215,10 @@ void Daemon::shutdown() {
     host_.stop();
     if (podResources_) podResources_->stop();
     if (statusServer_) statusServer_->stop();
-    if (leaseWatch_) leaseWatch_->stop();
+    if (slotLeases_) {
+        inventory_->setSharedSlotGate(nullptr);
+        slotLeases_->stop();
+    }
     if (kubeClient_) kubeClient_->stop();
     reloadTimer_.cancel();
     storeTimer_.cancel();
@@ -412,22 +416,25 @@ bool Daemon::startCluster() {
         log.error() << "cluster mode: " << kubeClient_->problem();
         return false;
     }
-    // The Leases are what cluster-wide slots will be held with; watching them now is how
-    // devlet knows the API server answers, without polling it.
-    kube::Informer::Handlers handlers;
-    handlers.stateChanged = [this] { clusterStateChanged(); };
-    leaseWatch_ = std::make_unique<kube::Informer>(
-        *kubeClient_,
-        kube::collectionPath("coordination.k8s.io/v1", settings_.cluster.namespaceName, "leases"),
-        std::move(handlers), kube::Informer::Options{});
     log.info() << "cluster mode: API server " << server << ", namespace " << settings_.cluster.namespaceName
                << ", node " << settings_.nodeName;
-    leaseWatch_->start();
     return true;
 }
 
+void Daemon::startSlotLeases() {
+    kube::SlotLeases::Options options;
+    options.namespaceName = settings_.cluster.namespaceName;
+    options.node = settings_.nodeName;
+    options.durationSeconds = static_cast<int>(settings_.cluster.leaseDuration.count());
+    slotLeases_ = std::make_unique<kube::SlotLeases>(loop_, *kubeClient_, *inventory_, options);
+    slotLeases_->onStateChanged([this] { clusterStateChanged(); });
+    inventory_->setSharedSlotGate(slotLeases_.get());
+    // Watching the Leases is also how devlet knows the API server answers, without polling.
+    slotLeases_->start();
+}
+
 void Daemon::clusterStateChanged() {
-    const kube::Informer::State& state = leaseWatch_->state();
+    const kube::Informer::State& state = *slotLeases_->watch();
     const bool reachable = state.connected && state.lastError.empty();
     if (reachable != clusterReachable_) {
         if (reachable)
@@ -443,9 +450,13 @@ void Daemon::clusterStateChanged() {
 }
 
 std::string Daemon::clusterSummary() const {
-    if (!leaseWatch_) return "";
-    const kube::Informer::State& state = leaseWatch_->state();
-    return std::to_string(clusterReachable_) + std::to_string(state.watchCurrent) + state.lastError;
+    if (!slotLeases_ || !slotLeases_->watch()) return "";
+    const kube::Informer::State& state = *slotLeases_->watch();
+    const kube::SlotLeases::State& leases = slotLeases_->state();
+    return std::to_string(clusterReachable_) + std::to_string(state.watchCurrent) + state.lastError + "/" +
+           std::to_string(leases.held) + "/" + std::to_string(leases.seen) + "/" +
+           std::to_string(leases.elsewhere) + "/" + std::to_string(leases.taken) + "/" +
+           std::to_string(leases.refused) + leases.lastError;
 }
 
 // ---------------------------------------------------------------------------
@@ -516,9 +527,15 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
     k.registrations = host_.registrations();
     k.registrationFailures = host_.registrationFailures();
 
-    if (leaseWatch_) {
+    if (slotLeases_ && slotLeases_->watch()) {
         status::ClusterStatus& c = snapshot->cluster;
-        const kube::Informer::State& watch = leaseWatch_->state();
+        const kube::Informer::State& watch = *slotLeases_->watch();
+        const kube::SlotLeases::State& leases = slotLeases_->state();
+        c.leasesHeld = leases.held;
+        c.leasesSeen = leases.seen;
+        c.slotsElsewhere = leases.elsewhere;
+        c.leasesTaken = leases.taken;
+        c.allocationsRefused = leases.refused;
         c.enabled = true;
         c.server = kubeClient_->config().server;
         c.namespaceName = settings_.cluster.namespaceName;

@@ -14,6 +14,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "cluster/api_client.h"
+#include "cluster/slot_leases.h"
 #include "plugin/plugin_host.h"
 #include "plugin/pod_resources_client.h"
 #include "runtime/configuration.h"
@@ -54,9 +55,11 @@ private:
     // Hands what the kubelet says about held devices (PodResources' answer, nullopt when it
     // failed, and the device checkpoint) to the inventory.
     void reconcileWithKubelet(std::optional<std::vector<PodDevice>> held);
-    // Cluster mode: reads the kubeconfig and watches the namespace's Leases, which shows
-    // whether the API server answers. False (logged) when the kubeconfig is unusable.
+    // Cluster mode: reads the kubeconfig and makes the API client. False (logged) when
+    // the kubeconfig is unusable.
     bool startCluster();
+    // Cluster mode: the shared slots' Leases, once the inventory has its held slots.
+    void startSlotLeases();
     void clusterStateChanged();
     std::string clusterSummary() const;
     void reloadConfigurations();
@@ -95,7 +98,7 @@ private:
     std::unique_ptr<plugin::PodResourcesClient> podResources_;
     std::unique_ptr<status::StatusServer> statusServer_;  // stopped in shutdown()
     std::unique_ptr<kube::ApiClient> kubeClient_;         // cluster mode only; stopped in shutdown()
-    std::unique_ptr<kube::Informer> leaseWatch_;          // uses kubeClient_
+    std::unique_ptr<kube::SlotLeases> slotLeases_;        // uses kubeClient_ and inventory_
     bool clusterReachable_ = false;
     std::int64_t startedAtMs_ = 0;
     boost::asio::signal_set signals_;

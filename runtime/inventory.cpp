@@ -425,6 +425,8 @@ std::variant<std::vector<Inventory::SlotRef>, AllocationRefused> Inventory::chec
                                      std::to_string(config->configuration.capacity)};
         }
         const Slot* slot = ledger_.holder(ref.instance->name, ref.index);
+        if (!slot && ref.instance->device.shared && !clusterUnavailable_.empty())
+            return AllocationRefused{"slot " + id + " cannot be given on this node: " + clusterUnavailable_};
         if (auto elsewhere = heldElsewhere_.find(id); !slot && elsewhere != heldElsewhere_.end())
             return AllocationRefused{"slot " + id + " cannot be given on this node: " + elsewhere->second};
         if (slot && slot->holderResource != resource) {
@@ -723,6 +725,24 @@ std::vector<std::string> Inventory::heldSharedSlots() const {
     return held;
 }
 
+void Inventory::setClusterUnavailable(std::string why) {
+    loopThread_.check();
+    if (why == clusterUnavailable_) return;
+    Edit edit(*this);
+    const bool offeredBefore = clusterUnavailable_.empty();
+    clusterUnavailable_ = std::move(why);
+    if (offeredBefore == clusterUnavailable_.empty()) return;  // only the reason changed
+    for (const auto& [name, c] : configurations_) {
+        for (const auto& [instanceName, i] : c.instances) {
+            if (!i.device.shared) continue;
+            for (int k = 0; k < i.slotCount; ++k) slotChanges_[c.resource].emplace(i.name, k);
+            changed_.insert(instanceResource(i.name));
+            ++marks_;
+        }
+    }
+    publish();
+}
+
 void Inventory::setHeldElsewhere(std::map<std::string, std::string> slotReasons) {
     loopThread_.check();
     if (slotReasons == heldElsewhere_) return;
@@ -758,6 +778,7 @@ bool Inventory::slotHealthy(const ConfigurationState& c, const InstanceState& i,
                             const std::string& resource) const {
     if (!i.present || index >= c.configuration.capacity) return false;
     const Slot* slot = ledger_.holder(i.name, index);
+    if (!slot && i.device.shared && !clusterUnavailable_.empty()) return false;
     if (!slot) return heldElsewhere_.empty() || !heldElsewhere_.count(slotId(i.name, index));
     return slot->holderResource == resource;
 }
@@ -881,8 +902,10 @@ std::vector<ConfigurationView> Inventory::view() const {
                 iv.slots.push_back(held ? *held
                                         : Slot{slotId(i.name, k), i.name, i.configuration, k, "", 0, "", ""});
                 if (!held) {
-                    if (auto elsewhere = heldElsewhere_.find(iv.slots.back().deviceId);
-                        elsewhere != heldElsewhere_.end())
+                    if (i.device.shared && !clusterUnavailable_.empty())
+                        iv.heldElsewhere.emplace(iv.slots.back().deviceId, clusterUnavailable_);
+                    else if (auto elsewhere = heldElsewhere_.find(iv.slots.back().deviceId);
+                             elsewhere != heldElsewhere_.end())
                         iv.heldElsewhere.insert(*elsewhere);
                     continue;
                 }

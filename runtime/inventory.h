@@ -174,6 +174,10 @@ public:
                                            const std::vector<std::vector<std::string>>& containers) const;
     // Whether a container on this node holds the slot.
     bool slotHeld(const std::string& slotId) const;
+    // While cluster mode cannot tell who holds what (the API unreachable, not yet listed),
+    // `why`: every free slot of a shared device is then Unhealthy and refused with it.
+    // Empty: shared slots are offered again (but those setHeldElsewhere names).
+    void setClusterUnavailable(std::string why);
     // The slots of shared devices this node holds.
     std::vector<std::string> heldSharedSlots() const;
     // Free slots this node may not offer, and why: listed Unhealthy and refused until
@@ -336,9 +340,10 @@ private:
     std::uint64_t edits_ = 0;   // Edits closed so far
     std::map<std::string, AllocationCounts> allocationCounts_;
     const HandlerRegistry* handlers_ = nullptr;
-    SharedSlotGate* gate_ = nullptr;                             // null: not in cluster mode
-    std::map<std::string, std::string> heldElsewhere_;           // slot id -> why it is not offered
-    std::unique_ptr<LiveInfoWriter> liveInfo_;                   // null: no live files
+    SharedSlotGate* gate_ = nullptr;                    // null: not in cluster mode
+    std::map<std::string, std::string> heldElsewhere_;  // slot id -> why it is not offered
+    std::string clusterUnavailable_;                    // why no free shared slot is offered; empty: they are
+    std::unique_ptr<LiveInfoWriter> liveInfo_;          // null: no live files
     std::map<std::string, std::vector<std::string>> liveSlots_;  // allocation -> its slot ids
     std::map<std::string, std::string> liveAllocationOf_;        // slot id -> allocation
     std::set<std::string> liveChanged_;                          // allocations to rewrite

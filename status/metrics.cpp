@@ -186,6 +186,11 @@ std::string inventoryMetricsText(const StatusSnapshot& s) {
         e.family("devlet_cluster_watch_current", "gauge",
                  "1 while the Lease watch stream is open (cluster mode only).");
         e.sample("devlet_cluster_watch_current", s.cluster.watchCurrent ? 1 : 0);
+        e.family("devlet_cluster_leases_held", "gauge", "Leases of shared slots this node holds.");
+        e.sample("devlet_cluster_leases_held", static_cast<double>(s.cluster.leasesHeld));
+        e.family("devlet_cluster_slots_held_elsewhere", "gauge",
+                 "Slots of shared devices other nodes hold now: listed Unhealthy here.");
+        e.sample("devlet_cluster_slots_held_elsewhere", static_cast<double>(s.cluster.slotsElsewhere));
     }
 
     e.family("devlet_configurations", "gauge", "Configurations running.");

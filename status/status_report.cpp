@@ -262,6 +262,13 @@ json::object clusterJson(const StatusSnapshot& s, const json::storage_ptr& sp) {
     o["reachable"] = c.enabled ? json::value(c.reachable, sp) : json::value(nullptr, sp);
     o["watchCurrent"] = c.enabled ? json::value(c.watchCurrent, sp) : json::value(nullptr, sp);
     o["lastError"] = stringOrNull(c.lastError, sp);
+    if (c.enabled) {
+        o["leasesHeld"] = c.leasesHeld;
+        o["leasesSeen"] = c.leasesSeen;
+        o["slotsHeldElsewhere"] = c.slotsElsewhere;
+        o["leasesTaken"] = c.leasesTaken;
+        o["allocationsRefused"] = c.allocationsRefused;
+    }
     return o;
 }
 

@@ -81,9 +81,14 @@ struct ClusterStatus {
     bool enabled = false;  // a kubeconfig is set
     std::string server;
     std::string namespaceName;
-    bool reachable = false;     // the Lease watch listed and nothing failed since
-    bool watchCurrent = false;  // its watch stream is open now
-    std::string lastError;      // empty = none since the last success
+    bool reachable = false;                // the Lease watch listed and nothing failed since
+    bool watchCurrent = false;             // its watch stream is open now
+    std::string lastError;                 // empty = none since the last success
+    std::size_t leasesHeld = 0;            // Leases of shared slots this node holds
+    std::size_t leasesSeen = 0;            // devlet's Leases in the namespace
+    std::size_t slotsElsewhere = 0;        // shared slots other nodes hold now
+    std::uint64_t leasesTaken = 0;         // Leases taken by Allocate since start
+    std::uint64_t allocationsRefused = 0;  // Allocate calls refused for a slot held elsewhere or the API
 };
 
 struct DaemonStatus {

@@ -8,7 +8,7 @@
 #include "cluster/lease.h"
 #include "cluster/lease_table.h"
 
-namespace devlet::cluster {
+namespace devlet::kube {
 namespace {
 
 using namespace std::chrono_literals;
@@ -133,4 +133,4 @@ TEST(LeaseJson, MicroTimeIsRfc3339WithMicroseconds) {
 }
 
 }  // namespace
-}  // namespace devlet::cluster
+}  // namespace devlet::kube
