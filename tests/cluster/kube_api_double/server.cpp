@@ -590,7 +590,11 @@ private:
         }
         if (r.kind == Route::Kind::Control) co_return co_await control(stream, req, target, connection);
 
-        while (paused_) co_await resumed_.async_wait(noThrow);
+        if (paused_) {
+            ++held_;
+            while (paused_) co_await resumed_.async_wait(noThrow);
+            --held_;
+        }
 
         Outcome out;
         if (injection_.remaining > 0 && (injection_.verb.empty() || injection_.verb == r.verb) &&
@@ -833,6 +837,8 @@ private:
                       {"recent", std::move(recent)},
                       {"activeWatches", watchers_.size()},
                       {"connections", connections_.size()},
+                      {"paused", paused_},
+                      {"heldRequests", held_},
                       {"resourceVersion", std::to_string(store_.resourceVersion())},
                       {"since", since_}};
         } else if (what == "requests" && method == http::verb::delete_) {
@@ -888,6 +894,7 @@ private:
     std::map<std::uint64_t, std::function<void()>> connections_;
     std::uint64_t nextConnection_ = 0;
     bool paused_ = false;
+    std::size_t held_ = 0;        // requests waiting for a resume
     asio::steady_timer resumed_;  // cancelled on resume: wakes every paused request
     Injection injection_;
     std::map<std::string, std::uint64_t> counts_;

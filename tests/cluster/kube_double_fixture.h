@@ -1,0 +1,78 @@
+#pragma once
+// The Kubernetes API double (kube-api-double) as a child process for C++ tests: a test PKI
+// and a tokens file in a directory the test owns, the double on a free loopback port, a
+// kubeconfig for it, and its control endpoints. Owns the child; stops it on destruction.
+// Used from the test's thread. Meson passes the paths in the environment (kube_double_env).
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace devlet::test {
+
+class KubeApiDouble {
+public:
+    struct Options {
+        // Lines of the tokens file: "TOKEN [USER] [allow=|deny=RESOURCES[:VERBS[:NAMES]]]...".
+        std::vector<std::string> tokens = {"devlet-token devlet", "admin-token admin"};
+        std::vector<std::string> extraArgs;  // e.g. {"--bookmark-interval", "1"}
+        // Also accept client certificates signed by the test CA (user: the certificate's CN).
+        bool clientCertificates = false;
+    };
+    struct Response {
+        int status = 0;  // 0: no HTTP answer (connection refused, timeout)
+        std::string body;
+    };
+
+    // dir: an empty directory the test owns (pki/, tokens, port, double.log go there).
+    // Starts the double; throws std::runtime_error when it cannot.
+    explicit KubeApiDouble(std::filesystem::path dir);
+    KubeApiDouble(std::filesystem::path dir, Options options);
+    ~KubeApiDouble();
+    KubeApiDouble(const KubeApiDouble&) = delete;
+    KubeApiDouble& operator=(const KubeApiDouble&) = delete;
+
+    std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+    int port() const { return port_; }
+    std::filesystem::path caPath() const { return dir_ / "pki" / "ca.pem"; }
+    std::filesystem::path clientCertPath() const { return dir_ / "pki" / "client.pem"; }
+    std::filesystem::path clientKeyPath() const { return dir_ / "pki" / "client.key"; }
+    std::filesystem::path tokensPath() const { return dir_ / "tokens"; }
+    // The first token of Options::tokens.
+    std::string token() const;
+    std::string log() const;
+    pid_t pid() const { return pid_; }
+
+    // Writes a kubeconfig (mode 0600) naming the test CA and a bearer token.
+    std::filesystem::path writeKubeconfig(const std::filesystem::path& path, const std::string& token,
+                                          const std::string& ns = "default") const;
+
+    // One HTTPS request (curl) with a bearer token: path as "/api/v1/namespaces/default/pods".
+    Response request(const std::string& method, const std::string& path, const std::string& body = "",
+                     const std::string& contentType = "application/json") const;
+    Response request(const std::string& method, const std::string& path, const std::string& body,
+                     const std::string& contentType, const std::string& token) const;
+    // The control endpoints under /_double/ (README.md in kube_api_double/).
+    Response control(const std::string& method, const std::string& what, const std::string& body = "") const;
+
+    // The API server "down" and back: stop accepting and drop every connection (clients see
+    // connection refused), then accept again on the same port. Objects survive.
+    void refuseConnections();
+    void acceptConnections();
+    // Stops the process (SIGTERM) and starts a fresh one on the same port: every object and
+    // every resourceVersion is gone, as with a wiped etcd.
+    void restart();
+    void stop();
+
+private:
+    void start(int port);
+
+    std::filesystem::path dir_;
+    Options options_;
+    pid_t pid_ = -1;
+    int port_ = 0;
+};
+
+}  // namespace devlet::test
