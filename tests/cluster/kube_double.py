@@ -53,7 +53,7 @@ def debian_kubectl():
 
 
 class KubeApiDouble:
-    def __init__(self, tokens=DEFAULT_TOKENS, extra_args=()):
+    def __init__(self, tokens=DEFAULT_TOKENS, extra_args=(), client_certificates=False):
         self.binary = os.environ.get("KUBE_API_DOUBLE")
         self.pki_script = os.environ.get("KUBE_TEST_PKI")
         self.kubeconfig_script = os.environ.get("KUBE_WRITE_KUBECONFIG")
@@ -66,6 +66,8 @@ class KubeApiDouble:
         with open(self.tokens, "w") as f:
             f.write(tokens)
         self.extra_args = list(extra_args)
+        if client_certificates:
+            self.extra_args += ["--client-ca", self.ca]
         self.process = None
         self.port = None
         self.start()
@@ -114,6 +116,14 @@ class KubeApiDouble:
     def kubeconfig(self, token=ADMIN_TOKEN, name="kubeconfig", namespace="default"):
         path = os.path.join(self.dir, name)
         subprocess.run([self.kubeconfig_script, path, self.url, self.ca, "token", token, namespace], check=True)
+        return path
+
+    def cert_kubeconfig(self, name="cert.kubeconfig", namespace="default"):
+        """A kubeconfig with the test client certificate (CN devlet-test) instead of a token."""
+        path = os.path.join(self.dir, name)
+        pki = os.path.join(self.dir, "pki")
+        subprocess.run([self.kubeconfig_script, path, self.url, self.ca, "cert", os.path.join(pki, "client.pem"),
+                        os.path.join(pki, "client.key"), namespace], check=True)
         return path
 
     def request(self, method, path, body=None, token=ADMIN_TOKEN, content_type="application/json"):

@@ -4,8 +4,10 @@ resourceVersion, delete, 401/403/404/409, and the garbage collection of a Node's
 
 import json
 import os
+import select
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -17,7 +19,7 @@ KUBECTL = kube_double.debian_kubectl()
 class KubectlAgainstDouble(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.double = kube_double.KubeApiDouble()
+        cls.double = kube_double.KubeApiDouble(client_certificates=True)
         cls.admin = cls.double.kubeconfig(kube_double.ADMIN_TOKEN, "admin.kubeconfig", "devlet")
         cls.limited = cls.double.kubeconfig(kube_double.LIMITED_TOKEN, "limited.kubeconfig", "devlet")
         cls.bad = cls.double.kubeconfig("not-a-token", "bad.kubeconfig", "devlet")
@@ -169,6 +171,28 @@ class KubectlAgainstDouble(unittest.TestCase):
         unauthorized = self.kubectl("get", "leases", kubeconfig=self.bad, check=False)
         self.assertNotEqual(unauthorized.returncode, 0)
         self.assertIn("Unauthorized", unauthorized.stderr + unauthorized.stdout)
+
+    def test_get_watch_sees_a_new_lease(self):
+        watcher = subprocess.Popen([KUBECTL, "--kubeconfig", self.admin, "get", "leases", "--watch-only", "-o",
+                                    "name"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 30
+            while self.double.control("GET", "requests")["activeWatches"] < 1:
+                self.assertLess(time.monotonic(), deadline, "kubectl never started its watch")
+                time.sleep(0.05)
+            self.apply({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "watched"},
+                        "spec": {"holderIdentity": "node-a"}})
+            ready, _, _ = select.select([watcher.stdout], [], [], 30)
+            self.assertTrue(ready, "kubectl printed nothing")
+            self.assertEqual(watcher.stdout.readline().strip(), "lease.coordination.k8s.io/watched")
+        finally:
+            watcher.terminate()
+            watcher.wait()
+
+    def test_client_certificate_kubeconfig(self):
+        kubeconfig = self.double.cert_kubeconfig(namespace="devlet")
+        self.assertEqual(self.kubectl("get", "leases", kubeconfig=kubeconfig).returncode, 0)
+        self.assertEqual(self.double.control("GET", "requests")["recent"][-1]["user"], "devlet-test")
 
     def test_requests_are_counted(self):
         before = self.double.control("GET", "requests")["counts"].get("list leases", 0)

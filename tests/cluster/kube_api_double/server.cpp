@@ -651,7 +651,13 @@ private:
             if (r.verb == "watch") {
                 co_return co_await watch(stream, req, target, r, user);
             }
-            out = execute(req, target, r);
+            try {
+                out = execute(req, target, r);
+            } catch (const std::exception& e) {
+                // A body the double cannot make sense of is the client's problem, not a crash.
+                out =
+                    failure(400, "BadRequest", std::string("the request could not be handled: ") + e.what());
+            }
         }
         record(r, user, out.code);
         co_await respond(stream, req, out.code, out.body);
@@ -819,7 +825,8 @@ private:
         const json::object& args = body.as_object();
         auto integer = [&](const char* key, int fallback) {
             const json::value* v = args.if_contains(key);
-            return v && v->is_number() ? v->to_number<int>() : fallback;
+            return v && (v->is_int64() || v->is_uint64()) ? static_cast<int>(v->to_number<double>())
+                                                          : fallback;
         };
         auto text = [&](const char* key) {
             const json::value* v = args.if_contains(key);
