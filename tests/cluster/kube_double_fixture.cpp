@@ -103,6 +103,10 @@ void KubeApiDouble::start(int port) {
                                      portFile.string(),
                                      "--listen",
                                      "127.0.0.1:" + std::to_string(port)};
+    for (const auto& ns : options_.namespaces) {
+        args.push_back("--namespace");
+        args.push_back(ns);
+    }
     if (options_.clientCertificates) {
         args.push_back("--client-ca");
         args.push_back(caPath().string());

@@ -18,6 +18,8 @@ public:
         // Lines of the tokens file: "TOKEN [USER] [allow=|deny=RESOURCES[:VERBS[:NAMES]]]...".
         std::vector<std::string> tokens = {"devlet-token devlet", "admin-token admin"};
         std::vector<std::string> extraArgs;  // e.g. {"--bookmark-interval", "1"}
+        // Namespaces that exist from the start (--namespace), beside default and kube-*.
+        std::vector<std::string> namespaces = {"devlet"};
         // Also accept client certificates signed by the test CA (user: the certificate's CN).
         bool clientCertificates = false;
     };

@@ -69,6 +69,22 @@ TEST(KubeApiDouble, CountsRequestsPerVerbAndResource) {
     EXPECT_EQ(requestsField(api, "total"), 0);
 }
 
+TEST(KubeApiDouble, NamespacesNamedAtStartExist) {
+    TempDir dir;
+    KubeApiDouble::Options options;
+    options.namespaces = {"devlet", "cameras"};
+    KubeApiDouble api(dir.path(), options);
+    EXPECT_EQ(api.request("GET", "/api/v1/namespaces/cameras").status, 200);
+    EXPECT_EQ(
+        api.request("POST", "/apis/coordination.k8s.io/v1/namespaces/devlet/leases", leaseJson("a", "n"))
+            .status,
+        201);
+    EXPECT_EQ(
+        api.request("POST", "/apis/coordination.k8s.io/v1/namespaces/absent/leases", leaseJson("a", "n"))
+            .status,
+        404);
+}
+
 TEST(KubeApiDouble, InjectedFailuresAnswerTheNextRequestsThenStop) {
     TempDir dir;
     KubeApiDouble api(dir.path());
