@@ -85,6 +85,19 @@ TEST(KubeApiDouble, NamespacesNamedAtStartExist) {
         404);
 }
 
+TEST(KubeApiDouble, LeasesAreCreatedByPutAndNeedAVersionToUpdate) {
+    TempDir dir;
+    KubeApiDouble api(dir.path());
+    EXPECT_EQ(api.request("PUT", kLeases + "/put", leaseJson("put", "node-1")).status, 201);
+    EXPECT_EQ(api.request("PUT", kLeases + "/put", leaseJson("put", "node-2")).status, 422);
+    const std::string pods = "/api/v1/namespaces/default/pods";
+    EXPECT_EQ(api.request("PUT", pods + "/p",
+                          R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},)"
+                          R"("spec":{"containers":[{"name":"c","image":"i"}]}})")
+                  .status,
+              404);
+}
+
 TEST(KubeApiDouble, InjectedFailuresAnswerTheNextRequestsThenStop) {
     TempDir dir;
     KubeApiDouble api(dir.path());

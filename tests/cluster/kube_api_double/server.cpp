@@ -572,6 +572,9 @@ private:
                            {"user", user},
                            {"code", code}};
         recent_.push_back(std::move(entry));
+        // One line per request on stderr, for reading a failed test's log (never a token).
+        std::cerr << r.countKey() << " " << (r.ns.empty() ? "" : r.ns + "/") << r.name << " user=" << user
+                  << " " << code << "\n";
         if (recent_.size() > 1000) recent_.pop_front();
     }
 

@@ -850,7 +850,13 @@ Outcome Store::replace(const ResourceType& type, const std::string& ns, const st
     if (!body.is_object()) return failure(400, "BadRequest", "the body of the request is not a JSON object");
     json::object obj = std::move(body.as_object());
     const Key key{type.resource, type.namespaced ? ns : "", name};
+    // Upstream's lease strategy: AllowCreateOnUpdate true, AllowUnconditionalUpdate false.
+    const bool lease = type.resource == "leases";
     auto it = objects_.find(key);
+    if (it == objects_.end() && lease && str(obj, {"metadata", "name"}) == name) {
+        child(obj, "metadata").erase("resourceVersion");
+        return create(type, ns, std::move(obj), o);
+    }
     if (it == objects_.end()) return notFound(type, name);
     const std::string bodyName = str(obj, {"metadata", "name"});
     if (bodyName != name)
@@ -864,6 +870,9 @@ Outcome Store::replace(const ResourceType& type, const std::string& ns, const st
             "the namespace of the provided object does not match the namespace sent on the request");
     const std::string rv = str(obj, {"metadata", "resourceVersion"});
     const json::object& old = it->second.object;
+    if (rv.empty() && lease)
+        return invalid(type, name,
+                       {{"metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update"}});
     if (!rv.empty() && rv != str(old, {"metadata", "resourceVersion"}))
         return conflict(type, name,
                         "the object has been modified; please apply your changes to the latest version "
