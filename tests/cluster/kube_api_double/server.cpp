@@ -439,8 +439,14 @@ public:
         boost::system::error_code ec;
         const auto address = asio::ip::make_address(host, ec);
         if (ec) return "--listen: " + host + " is not an IP address";
-        endpoint_ =
-            tcp::endpoint(address, static_cast<unsigned short>(std::stoi(options_.listen.substr(colon + 1))));
+        int port = -1;
+        try {
+            port = std::stoi(options_.listen.substr(colon + 1));
+        } catch (const std::exception&) {
+        }
+        if (port < 0 || port > 65535)
+            return "--listen: the port in " + options_.listen + " is not a port number";
+        endpoint_ = tcp::endpoint(address, static_cast<unsigned short>(port));
         if (std::string error = listen(); !error.empty()) return error;
         endpoint_ = acceptor_.local_endpoint();
         const std::string temp = options_.portFile + ".tmp";
