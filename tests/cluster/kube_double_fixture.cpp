@@ -1,5 +1,6 @@
 #include "tests/cluster/kube_double_fixture.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -179,7 +180,9 @@ KubeApiDouble::Response KubeApiDouble::request(const std::string& method, const 
                                                const std::string& body, const std::string& contentType,
                                                const std::string& bearer) const {
     // The token goes in a header file, not on a command line other processes can read.
-    const auto header = dir_ / ("curl-header-" + std::to_string(::getpid()));
+    // One file per request: a test may have several in flight from its threads.
+    static std::atomic<unsigned> serial{0};
+    const auto header = dir_ / ("curl-header-" + std::to_string(++serial));
     {
         std::ofstream h(header);
         h << "Authorization: Bearer " << bearer << "\n";

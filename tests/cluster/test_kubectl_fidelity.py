@@ -31,7 +31,9 @@ class KubectlAgainstDouble(unittest.TestCase):
 
     @classmethod
     def kubectl(cls, *args, kubeconfig=None, stdin=None, check=True):
-        result = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig or cls.admin, "--request-timeout=30s", *args],
+        # The discovery cache goes to the test's directory, not the user's ~/.kube.
+        result = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig or cls.admin, "--request-timeout=30s",
+                                 "--cache-dir", os.path.join(cls.double.dir, "kube-cache"), *args],
                                 input=stdin, capture_output=True, text=True)
         if check and result.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stdout}{result.stderr}")
@@ -173,8 +175,9 @@ class KubectlAgainstDouble(unittest.TestCase):
         self.assertIn("Unauthorized", unauthorized.stderr + unauthorized.stdout)
 
     def test_get_watch_sees_a_new_lease(self):
-        watcher = subprocess.Popen([KUBECTL, "--kubeconfig", self.admin, "get", "leases", "--watch-only", "-o",
-                                    "name"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        watcher = subprocess.Popen([KUBECTL, "--kubeconfig", self.admin, "--cache-dir",
+                                    os.path.join(self.double.dir, "kube-cache"), "get", "leases", "--watch-only",
+                                    "-o", "name"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 30
             while self.double.control("GET", "requests")["activeWatches"] < 1:
