@@ -49,7 +49,8 @@ protected:
             node.daemon = std::make_unique<DaemonProcess>(dir_.dir(name));
             node.kubelet = std::make_unique<KubeletSimulator>(node.daemon->devicePluginDir(),
                                                               node.daemon->podResourcesSocket());
-            const auto kubeconfig = api_->writeKubeconfig(dir_.path() / (name + ".kubeconfig"), api_->token());
+            const auto kubeconfig =
+                api_->writeKubeconfig(dir_.path() / (name + ".kubeconfig"), api_->token());
             writeFile(node.daemon->settingsFile(),
                       "kubelet:\n  podResourcesIntervalSeconds: 0.2\n  slotReleaseGraceSeconds: 0.5\n"
                       "cluster:\n  kubeconfig: " +
@@ -76,7 +77,7 @@ protected:
             [&] {
                 const auto devices = node.kubelet->devices(kCl);
                 std::size_t count = 0;
-                for (const auto& [id, state] : devices) count += state.healthy ? 1 : 0;
+                for (const auto& [id, state] : devices) count += state.health == "Healthy" ? 1 : 0;
                 return devices.size() == 2 && count == healthy;
             },
             limit);
@@ -124,8 +125,8 @@ protected:
         for (Node& node : nodes_) {
             for (const std::string& id : ids) {
                 threads.emplace_back([&, id, n = &node] {
-                    auto result =
-                        n->kubelet->allocateIds("default", round + "-" + n->name + "-" + id, "main", kCl, {id});
+                    auto result = n->kubelet->allocateIds("default", round + "-" + n->name + "-" + id, "main",
+                                                          kCl, {id});
                     if (result.ok) ++granted;
                 });
             }
@@ -160,14 +161,17 @@ TEST_F(ClusterSlotsTest, AllocationStormsOnEveryNodeGiveExactlyCapacityContainer
         for (Node& node : nodes_) {
             bool holdsOne = false;
             for (const auto& [slot, holder] : held) holdsOne = holdsOne || holder == node.name;
-            if (!holdsOne) EXPECT_TRUE(waitForSlots(node, 0)) << node.name << "\n" << node.daemon->log();
+            if (!holdsOne) {
+                EXPECT_TRUE(waitForSlots(node, 0)) << node.name << "\n" << node.daemon->log();
+            }
         }
         // The pods end: the Leases go, and every node offers both slots again.
         for (Node& node : nodes_) {
             for (const auto& allocation : node.kubelet->allocations())
                 node.kubelet->removePod(allocation.podNamespace, allocation.pod);
         }
-        for (Node& node : nodes_) ASSERT_TRUE(waitForSlots(node, 2)) << node.name << "\n" << node.daemon->log();
+        for (Node& node : nodes_)
+            ASSERT_TRUE(waitForSlots(node, 2)) << node.name << "\n" << node.daemon->log();
         EXPECT_TRUE(leases().empty());
     }
 }
