@@ -18,6 +18,7 @@
 
 #include "tests/cluster/kube_double_fixture.h"
 #include "tests/integration/fixture.h"
+#include "tests/status/status_test_support.h"
 
 namespace devlet::test {
 namespace {
@@ -99,6 +100,32 @@ protected:
             }
         }
         return holds;
+    }
+
+    // One Lease as the API has it; an empty object if none.
+    json::object lease(const std::string& name) const {
+        const auto answer =
+            api_->request("GET", "/apis/coordination.k8s.io/v1/namespaces/devlet/leases/" + name);
+        boost::system::error_code ec;
+        const json::value doc = json::parse(answer.body, ec);
+        if (ec || answer.status != 200 || !doc.is_object()) return {};
+        return doc.as_object();
+    }
+    static std::string renewTimeOf(const json::object& lease) {
+        if (lease.empty()) return {};
+        const json::value* t = lease.at("spec").as_object().if_contains("renewTime");
+        return t && t->is_string() ? std::string(t->as_string()) : std::string();
+    }
+    // Waits until the Lease has been renewed since `renewTime`.
+    bool waitForRenewal(const std::string& name, const std::string& renewTime,
+                        std::chrono::milliseconds limit = 20s) const {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        while (std::chrono::steady_clock::now() < deadline) {
+            const std::string now = renewTimeOf(lease(name));
+            if (!now.empty() && now != renewTime) return true;
+            std::this_thread::sleep_for(50ms);
+        }
+        return false;
     }
 
     // The devlet Leases the API holds: name -> holder.
@@ -232,6 +259,114 @@ TEST_F(ClusterSlotsTest, RestartingEveryNodeDuplicatesNothing) {
     EXPECT_EQ(leases(), before);
     expectNoSlotTwice(clusterHolds());
     EXPECT_FALSE(nodes_[1].kubelet->allocateIds("default", "pod-b", "main", kCl, {ids[0]}).ok);
+}
+
+TEST_F(ClusterSlotsTest, KubeletRestartKeepsHoldsAndLeases) {
+    Node& a = nodes_[0];
+    const std::vector<std::string> ids = slotIds(a);
+    ASSERT_TRUE(a.kubelet->allocateIds("default", "pod-a", "main", kCl, {ids[0]}).ok);
+    const auto before = leases();
+    ASSERT_TRUE(a.kubelet->restart());
+    ASSERT_TRUE(waitForSlots(a, 2)) << a.daemon->log();  // the holder's own slot is Healthy to it
+    ASSERT_TRUE(waitForRenewal(ids[0], renewTimeOf(lease(ids[0]))));
+    EXPECT_EQ(leases(), before);
+    EXPECT_TRUE(waitForSlots(nodes_[1], 1)) << nodes_[1].daemon->log();
+}
+
+// The API server loses every object (etcd restored from nothing): each node takes a Lease
+// again for the slots its containers hold, and the others see them held.
+TEST_F(ClusterSlotsTest, WipedApiGetsTheHeldSlotsLeasesBack) {
+    const std::vector<std::string> ids = slotIds(nodes_[0]);
+    ASSERT_TRUE(nodes_[0].kubelet->allocateIds("default", "pod-a", "main", kCl, {ids[0]}).ok);
+    ASSERT_TRUE(nodes_[2].kubelet->allocateIds("default", "pod-c", "main", kCl, {ids[1]}).ok);
+    const auto before = leases();
+    api_->restart();
+    ASSERT_TRUE(eventually([&] { return leases() == before; }, 30s)) << nodes_[0].daemon->log();
+    EXPECT_TRUE(waitForSlots(nodes_[1], 0)) << nodes_[1].daemon->log();
+    expectNoSlotTwice(clusterHolds());
+}
+
+// What made Akri's agents loop on 409 (a write at a stale resourceVersion after someone
+// else changed the object): the Lease changed or deleted behind devlet's back.
+TEST_F(ClusterSlotsTest, LeaseChangedOrDeletedBehindItsBackDoesNotStallRenewal) {
+    Node& a = nodes_[0];
+    const std::vector<std::string> ids = slotIds(a);
+    ASSERT_TRUE(a.kubelet->allocateIds("default", "pod-a", "main", kCl, {ids[0]}).ok);
+    // Another writer labels it: devlet's next renewal at its old resourceVersion would
+    // conflict; it renews from what its watch saw.
+    json::object changed = lease(ids[0]);
+    ASSERT_FALSE(changed.empty());
+    changed["metadata"].as_object()["labels"].as_object()["example.com/touched"] = "yes";
+    ASSERT_EQ(api_->request("PUT", "/apis/coordination.k8s.io/v1/namespaces/devlet/leases/" + ids[0],
+                            json::serialize(changed))
+                  .status,
+              200);
+    std::string renewed = renewTimeOf(lease(ids[0]));
+    ASSERT_TRUE(waitForRenewal(ids[0], renewed)) << a.daemon->log();
+    renewed = renewTimeOf(lease(ids[0]));
+    ASSERT_TRUE(waitForRenewal(ids[0], renewed)) << a.daemon->log();
+
+    // Deleted under it: taken again, by the node whose container holds the slot.
+    ASSERT_EQ(
+        api_->request("DELETE", "/apis/coordination.k8s.io/v1/namespaces/devlet/leases/" + ids[0]).status,
+        200);
+    ASSERT_TRUE(eventually([&] { return leases()[ids[0]] == "node-a"; }, 20s)) << a.daemon->log();
+    EXPECT_TRUE(waitForSlots(nodes_[1], 1));
+    expectNoSlotTwice(clusterHolds());
+}
+
+// The API server sheds load: Allocate waits out Retry-After and then succeeds.
+TEST_F(ClusterSlotsTest, TooManyRequestsDelaysTheLeaseButTheSlotIsGiven) {
+    Node& b = nodes_[1];
+    const std::vector<std::string> ids = slotIds(b);
+    ASSERT_EQ(api_->control("POST", "fail",
+                            R"({"count":2,"code":429,"retryAfter":1,"verb":"create","resource":"leases"})")
+                  .status,
+              200);
+    auto granted = b.kubelet->allocateIds("default", "pod-b", "main", kCl, {ids[0]});
+    EXPECT_TRUE(granted.ok) << granted.error << "\n" << b.daemon->log();
+    EXPECT_EQ(leases()[ids[0]], "node-b");
+}
+
+// Nodes' clocks disagree: a holder whose clock is an hour behind writes renewTimes that
+// look long past to everyone else, yet while it renews, no node takes its slot.
+TEST_F(ClusterSlotsTest, HolderWithASkewedClockKeepsItsSlotWhileItRenews) {
+    const std::vector<std::string> ids = slotIds(nodes_[0]);
+    auto write = [&](const std::string& renewTime, const std::string& resourceVersion) {
+        json::object spec{{"holderIdentity", "node-skewed"},
+                          {"leaseDurationSeconds", kLeaseSeconds},
+                          {"acquireTime", "2026-11-25T09:00:00.000000Z"},
+                          {"renewTime", renewTime}};
+        json::object metadata{{"name", ids[0]},
+                              {"namespace", "devlet"},
+                              {"labels", json::object{{"app.kubernetes.io/managed-by", "devlet"}}}};
+        if (!resourceVersion.empty()) metadata["resourceVersion"] = resourceVersion;
+        json::object body{{"apiVersion", "coordination.k8s.io/v1"},
+                          {"kind", "Lease"},
+                          {"metadata", metadata},
+                          {"spec", spec}};
+        const std::string path = "/apis/coordination.k8s.io/v1/namespaces/devlet/leases";
+        return resourceVersion.empty() ? api_->request("POST", path, json::serialize(body))
+                                       : api_->request("PUT", path + "/" + ids[0], json::serialize(body));
+    };
+    ASSERT_EQ(write("2026-11-25T09:00:00.000000Z", "").status, 201);
+    for (Node& node : nodes_) ASSERT_TRUE(waitForSlots(node, 1)) << node.daemon->log();
+    // Renewed for three Lease durations, each time an hour behind everyone's clock.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3 * kLeaseSeconds);
+    for (int k = 1; std::chrono::steady_clock::now() < until; ++k) {
+        std::this_thread::sleep_for(500ms);
+        const std::string rv(lease(ids[0]).at("metadata").at("resourceVersion").as_string());
+        ASSERT_EQ(write("2026-11-25T09:00:0" + std::to_string(k % 10) + ".000000Z", rv).status, 200);
+        for (Node& node : nodes_) {
+            auto refused =
+                node.kubelet->allocateIds("default", "try-" + std::to_string(k), "main", kCl, {ids[0]});
+            EXPECT_FALSE(refused.ok) << node.name << " took a slot that node-skewed renews";
+        }
+    }
+    // It stops renewing: after the Lease duration, as each node sees it, the slot is free.
+    for (Node& node : nodes_) EXPECT_TRUE(waitForSlots(node, 2)) << node.daemon->log();
+    EXPECT_TRUE(nodes_[2].kubelet->allocateIds("default", "pod-c", "main", kCl, {ids[0]}).ok);
+    EXPECT_EQ(leases()[ids[0]], "node-c");
 }
 
 }  // namespace
