@@ -94,6 +94,18 @@ void printStatus(const json::object& doc) {
     std::cout << "ready: " << (ready ? "yes" : "no");
     for (const json::value& reason : arrayAt(summary, "notReadyReasons")) std::cout << "; " << text(&reason);
     std::cout << "\n";
+    const json::object& cluster = objectAt(doc, "cluster");
+    if (const json::value* on = cluster.if_contains("enabled"); on && on->is_bool() && on->as_bool()) {
+        const json::value* reachable = cluster.if_contains("reachable");
+        std::cout << "cluster: API server " << field(cluster, "server") << " "
+                  << (reachable && reachable->is_bool() && reachable->as_bool() ? "reachable" : "unreachable")
+                  << ", namespace " << field(cluster, "namespace") << "; Leases held here "
+                  << field(cluster, "leasesHeld") << " of " << field(cluster, "leasesSeen")
+                  << ", shared slots held on other nodes " << field(cluster, "slotsHeldElsewhere");
+        if (!field(cluster, "lastError").empty())
+            std::cout << "; last error: " << field(cluster, "lastError");
+        std::cout << "\n";
+    }
     for (const json::value& error : arrayAt(daemon, "configurationErrors"))
         std::cout << "configuration error: " << text(&error) << "\n";
 

@@ -32,6 +32,7 @@ const std::vector<std::string> kNodes = {"node-a", "node-b", "node-c"};
 
 struct Node {
     std::string name;
+    unsigned short port = 0;  // its status server
     std::unique_ptr<DaemonProcess> daemon;
     std::unique_ptr<KubeletSimulator> kubelet;
 };
@@ -47,6 +48,7 @@ protected:
         for (const std::string& name : kNodes) {
             Node node;
             node.name = name;
+            node.port = freePort();
             node.daemon = std::make_unique<DaemonProcess>(dir_.dir(name));
             node.kubelet = std::make_unique<KubeletSimulator>(node.daemon->devicePluginDir(),
                                                               node.daemon->podResourcesSocket());
@@ -69,7 +71,9 @@ protected:
         for (Node& node : nodes_) ASSERT_TRUE(waitForSlots(node, 2)) << node.daemon->log();
     }
 
-    void startDaemon(Node& node) { node.daemon->start({"--node-name", node.name}); }
+    void startDaemon(Node& node) {
+        node.daemon->start({"--node-name", node.name, "--listen", "127.0.0.1:" + std::to_string(node.port)});
+    }
 
     // Waits until the node's kubelet sees `healthy` Healthy slots in the configuration's
     // resource.
@@ -201,6 +205,36 @@ TEST_F(ClusterSlotsTest, AllocationStormsOnEveryNodeGiveExactlyCapacityContainer
             ASSERT_TRUE(waitForSlots(node, 2)) << node.name << "\n" << node.daemon->log();
         EXPECT_TRUE(leases().empty());
     }
+}
+
+// What `devlet status` and the status API say on the holder and on another node.
+TEST_F(ClusterSlotsTest, StatusShowsLeasesAndSlotsHeldElsewhere) {
+    Node& a = nodes_[0];
+    Node& b = nodes_[1];
+    const std::vector<std::string> ids = slotIds(a);
+    ASSERT_TRUE(a.kubelet->allocateIds("default", "pod-a", "main", kCl, {ids[0]}).ok);
+    ASSERT_TRUE(waitForSlots(b, 1)) << b.daemon->log();
+    ASSERT_TRUE(eventually([&] {
+        return runDevlet({"status", "--listen", "127.0.0.1:" + std::to_string(a.port)})
+                   .output.find("Leases held here 1 of 1") != std::string::npos;
+    })) << runDevlet({"status", "--listen", "127.0.0.1:" + std::to_string(a.port)}).output;
+    const CommandResult status = runDevlet({"status", "--listen", "127.0.0.1:" + std::to_string(b.port)});
+    EXPECT_NE(status.output.find("reachable, namespace devlet; Leases held here 0 of 1, shared slots held on "
+                                 "other nodes 1"),
+              std::string::npos)
+        << status.output;
+    const auto answer = httpGet(b.port, "/api/v1/instances");
+    const json::value doc = json::parse(answer.body);
+    bool shown = false;
+    for (const json::value& slot : doc.at("instances").as_array().at(0).at("slots").as_array()) {
+        if (slot.at("id").as_string() != ids[0]) continue;
+        EXPECT_EQ(slot.at("state"), "elsewhere");
+        EXPECT_EQ(slot.at("elsewhere"), "held on node node-a");
+        shown = true;
+    }
+    EXPECT_TRUE(shown) << answer.body;
+    EXPECT_NE(httpGet(b.port, "/metrics").body.find("devlet_cluster_slots_held_elsewhere 1"),
+              std::string::npos);
 }
 
 TEST_F(ClusterSlotsTest, SlotsOfANodeThatDiesAreTakenOverAfterTheLeaseDuration) {
