@@ -37,10 +37,11 @@ struct SlotLeases::Take {
     std::function<void(Outcome)> done;
 };
 
-SlotLeases::SlotLeases(boost::asio::io_context& loop, ApiClient& client, Inventory& inventory,
-                       Options options)
+SlotLeases::SlotLeases(boost::asio::io_context& loop, ApiClient& client, ApiClient& allocating,
+                       Inventory& inventory, Options options)
     : loop_(loop),
       client_(client),
+      allocating_(allocating),
       inventory_(inventory),
       options_(std::move(options)),
       collection_(collectionPath("coordination.k8s.io/v1", options_.namespaceName, "leases")),
@@ -194,31 +195,36 @@ void SlotLeases::takeOne(const std::string& slotId, const std::shared_ptr<Take>&
             return;
         }
         // Another node wrote first: read who.
-        client_.get(path(slotId), [this, slotId, finish, alive](ApiResult current) {
-            if (auto a = alive.lock(); !a || !*a) return;
-            std::string error;
-            std::optional<Lease> lease;
-            if (current.ok() && current.body.is_object())
-                lease = parseLease(current.body.get_object(), error);
-            if (!lease) {
-                finish("slot " + slotId + " was taken on another node at the same moment");
-                return;
-            }
-            table_.seen(*lease, Steady::now());
-            if (lease->holder == options_.node) {
-                finish("");
-                return;
-            }
-            finish("slot " + slotId + " is held on node " + lease->holder + " (Lease " +
-                   options_.namespaceName + "/" + slotId + ", taken at the same moment)");
-        });
+        allocating_.get(
+            path(slotId),
+            [this, slotId, finish, alive](ApiResult current) {
+                if (auto a = alive.lock(); !a || !*a) return;
+                std::string error;
+                std::optional<Lease> lease;
+                if (current.ok() && current.body.is_object())
+                    lease = parseLease(current.body.get_object(), error);
+                if (!lease) {
+                    finish("slot " + slotId + " was taken on another node at the same moment");
+                    return;
+                }
+                table_.seen(*lease, Steady::now());
+                if (lease->holder == options_.node) {
+                    finish("");
+                    return;
+                }
+                finish("slot " + slotId + " is held on node " + lease->holder + " (Lease " +
+                       options_.namespaceName + "/" + slotId + ", taken at the same moment)");
+            },
+            CallOptions{0, options_.takeDeadline});
     };
+    const CallOptions call{0, options_.takeDeadline};
     if (decision.kind == Kind::Create) {
-        client_.create(collection_, leaseObject(ownLease(slotId, nullptr), options_.namespaceName),
-                       std::move(answered));
+        allocating_.create(collection_, leaseObject(ownLease(slotId, nullptr), options_.namespaceName),
+                           std::move(answered), call);
     } else {  // TakeOver: released, or lapsed as seen from here
-        client_.replace(path(slotId), leaseObject(ownLease(slotId, &decision.lease), options_.namespaceName),
-                        std::move(answered));
+        allocating_.replace(path(slotId),
+                            leaseObject(ownLease(slotId, &decision.lease), options_.namespaceName),
+                            std::move(answered), call);
     }
 }
 

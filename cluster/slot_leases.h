@@ -33,6 +33,8 @@ public:
         std::string namespaceName;
         std::string node;
         int durationSeconds = 15;  // spec.leaseDurationSeconds; renewed every third of it
+        // How long Allocate waits for the API, retries included, before it refuses.
+        std::chrono::milliseconds takeDeadline{10000};
     };
     struct State {
         bool synced = false;        // the Leases have been listed and the watch is current
@@ -44,7 +46,10 @@ public:
         std::string lastError;
     };
 
-    SlotLeases(boost::asio::io_context& loop, ApiClient& client, Inventory& inventory, Options options);
+    // `allocating` answers Allocate's calls alone, so that a take never queues behind
+    // renewals; `client` renews, deletes and watches.
+    SlotLeases(boost::asio::io_context& loop, ApiClient& client, ApiClient& allocating, Inventory& inventory,
+               Options options);
     ~SlotLeases() override;
     SlotLeases(const SlotLeases&) = delete;
     SlotLeases& operator=(const SlotLeases&) = delete;
@@ -81,6 +86,7 @@ private:
 
     boost::asio::io_context& loop_;
     ApiClient& client_;
+    ApiClient& allocating_;
     Inventory& inventory_;
     Options options_;
     std::string collection_;

@@ -220,6 +220,7 @@ void Daemon::shutdown() {
         slotLeases_->stop();
     }
     if (kubeClient_) kubeClient_->stop();
+    if (allocateClient_) allocateClient_->stop();
     reloadTimer_.cancel();
     storeTimer_.cancel();
     graceTimer_.cancel();
@@ -411,6 +412,8 @@ bool Daemon::startCluster() {
     const std::string server = load.config->server;
     kube::ClientOptions options;
     options.userAgent = std::string("devlet/") + DEVLET_VERSION + " (" + settings_.nodeName + ")";
+    // Allocate's Leases go over a connection of their own: never behind renewals.
+    allocateClient_ = std::make_unique<kube::ApiClient>(loop_, *load.config, options);
     kubeClient_ = std::make_unique<kube::ApiClient>(loop_, std::move(*load.config), options);
     if (!kubeClient_->problem().empty()) {
         log.error() << "cluster mode: " << kubeClient_->problem();
@@ -426,7 +429,8 @@ void Daemon::startSlotLeases() {
     options.namespaceName = settings_.cluster.namespaceName;
     options.node = settings_.nodeName;
     options.durationSeconds = static_cast<int>(settings_.cluster.leaseDuration.count());
-    slotLeases_ = std::make_unique<kube::SlotLeases>(loop_, *kubeClient_, *inventory_, options);
+    slotLeases_ =
+        std::make_unique<kube::SlotLeases>(loop_, *kubeClient_, *allocateClient_, *inventory_, options);
     slotLeases_->onStateChanged([this] { clusterStateChanged(); });
     inventory_->setSharedSlotGate(slotLeases_.get());
     // Watching the Leases is also how devlet knows the API server answers, without polling.

@@ -98,7 +98,8 @@ private:
     std::unique_ptr<plugin::PodResourcesClient> podResources_;
     std::unique_ptr<status::StatusServer> statusServer_;  // stopped in shutdown()
     std::unique_ptr<kube::ApiClient> kubeClient_;         // cluster mode only; stopped in shutdown()
-    std::unique_ptr<kube::SlotLeases> slotLeases_;        // uses kubeClient_ and inventory_
+    std::unique_ptr<kube::ApiClient> allocateClient_;     // cluster mode: Allocate's own connection
+    std::unique_ptr<kube::SlotLeases> slotLeases_;        // uses both clients and inventory_
     bool clusterReachable_ = false;
     std::int64_t startedAtMs_ = 0;
     boost::asio::signal_set signals_;
