@@ -1,0 +1,100 @@
+"""The packaged RBAC manifest (packaging/cluster/rbac.yaml) is valid Kubernetes YAML and
+its Role grants exactly what devlet calls on the API: the verbs below, which this test
+also finds in the source (every ApiClient call and Informer outside the client itself), so
+that a new call without its rule fails here."""
+
+import os
+import re
+import sys
+import unittest
+
+try:
+    import yaml
+except ImportError:
+    print("python3-yaml is missing (scripts/install-deps installs it)")
+    sys.exit(77)
+
+SOURCE = os.environ.get("DEVLET_SOURCE_ROOT", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+MANIFEST = os.path.join(SOURCE, "packaging", "cluster", "rbac.yaml")
+
+# What devlet calls, by (API group, resource): slot_leases.cpp's Lease calls.
+CALLED = {("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update", "delete"}}
+NAMESPACE = "devlet"
+ACCOUNT = "devlet-node"
+
+# ApiClient's methods and Informer, by the RBAC verb each needs.
+VERB_OF_CALL = {"get": "get", "list": "list", "create": "create", "replace": "update", "mergePatch": "patch",
+                "apply": "patch", "remove": "delete"}
+
+
+def calls_in_source():
+    """RBAC verbs of the API calls the daemon's code makes (cluster/ and daemon/)."""
+    verbs = set()
+    for folder in ("cluster", "daemon"):
+        for name in sorted(os.listdir(os.path.join(SOURCE, folder))):
+            if not name.endswith(".cpp") or name == "api_client.cpp":
+                continue
+            with open(os.path.join(SOURCE, folder, name)) as f:
+                text = f.read()
+            for method in re.findall(r"\b\w*[cC]lient\w*(?:\.|->)(\w+)\(", text):
+                if method in VERB_OF_CALL:
+                    verbs.add(VERB_OF_CALL[method])
+            if re.search(r"\bInformer>\(|\bInformer\(", text):
+                verbs |= {"list", "watch"}
+    return verbs
+
+
+class RbacManifest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(MANIFEST) as f:
+            cls.documents = [d for d in yaml.safe_load_all(f) if d is not None]
+        cls.by_kind = {}
+        for d in cls.documents:
+            cls.by_kind.setdefault(d["kind"], []).append(d)
+
+    def test_every_document_is_a_kubernetes_object(self):
+        for d in self.documents:
+            self.assertIn("apiVersion", d)
+            self.assertIn("kind", d)
+            self.assertRegex(d["metadata"]["name"], r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+        self.assertEqual(sorted(self.by_kind), ["Namespace", "Role", "RoleBinding", "ServiceAccount"])
+
+    def test_nothing_is_cluster_wide(self):
+        for kind in ("ClusterRole", "ClusterRoleBinding"):
+            self.assertNotIn(kind, self.by_kind)
+        for d in self.documents:
+            if d["kind"] != "Namespace":
+                self.assertEqual(d["metadata"].get("namespace"), NAMESPACE, d["kind"])
+
+    def test_the_role_grants_exactly_what_devlet_calls(self):
+        (role,) = self.by_kind["Role"]
+        self.assertEqual(role["apiVersion"], "rbac.authorization.k8s.io/v1")
+        granted = {}
+        for rule in role["rules"]:
+            self.assertNotIn("resourceNames", rule)
+            self.assertNotIn("nonResourceURLs", rule)
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    self.assertNotIn("*", (group, resource))
+                    granted.setdefault((group, resource), set()).update(rule["verbs"])
+        self.assertEqual(granted, CALLED)
+
+    def test_the_list_above_is_what_the_source_calls(self):
+        called = set().union(*CALLED.values())
+        self.assertEqual(calls_in_source(), called)
+
+    def test_the_binding_gives_the_role_to_the_service_account(self):
+        (binding,) = self.by_kind["RoleBinding"]
+        (role,) = self.by_kind["Role"]
+        (account,) = self.by_kind["ServiceAccount"]
+        (namespace,) = self.by_kind["Namespace"]
+        self.assertEqual(namespace["metadata"]["name"], NAMESPACE)
+        self.assertEqual(account["metadata"]["name"], ACCOUNT)
+        self.assertEqual(binding["roleRef"],
+                         {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]})
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
