@@ -249,7 +249,11 @@ void SlotLeases::deleteLease(const std::string& slotId) {
                            table_.gone(slotId);
                            releasing_.erase(slotId);
                        } else if (!result.conflict()) {
-                           // Kept in releasing_: deleted with the next renewal.
+                           // Kept in releasing_: deleted with the next renewal. Said once
+                           // per reason, not at every renewal (a Role without delete).
+                           if (state_.lastError != result.describe())
+                               log.warning() << "cannot delete the Lease of slot " << slotId
+                                             << " (tried again with the renewals): " << result.describe();
                            state_.lastError = result.describe();
                        }
                        auto waiting = waitingForDelete_.find(slotId);

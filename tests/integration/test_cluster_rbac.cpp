@@ -1,0 +1,166 @@
+// The rights the packaged Role grants (packaging/cluster/rbac.yaml) are enough for cluster
+// mode: a real daemon whose token the API double limits to those Lease verbs allocates a
+// slot of a shared device and frees it without one refused request. Without `delete`, the
+// freed slot's Lease cannot be deleted: devlet says so and keeps running.
+// The double's rules have no namespace: the token may use Leases in any namespace, and
+// devlet uses one.
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "tests/cluster/kube_double_fixture.h"
+#include "tests/integration/fixture.h"
+#include "tests/status/status_test_support.h"
+
+namespace devlet::test {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+constexpr char kCl[] = "akri.sh/cams";
+// The Role's verbs on leases.coordination.k8s.io, as rbac.yaml grants them.
+constexpr char kRoleVerbs[] = "get,list,watch,create,update,delete";
+
+class ClusterRbacTest : public ::testing::Test {
+protected:
+    // Starts the API double with the node's token limited to `verbs` on Leases, and one
+    // daemon in cluster mode that sees a shared camera of capacity 1.
+    void start(const std::string& verbs) {
+        KubeApiDouble::Options options;
+        options.tokens = {"node-token system:serviceaccount:devlet:devlet-node allow=leases:" + verbs,
+                          "admin-token admin"};
+        try {
+            api_ = std::make_unique<KubeApiDouble>(dir_.dir("api"), options);
+        } catch (const std::exception& e) {
+            GTEST_SKIP() << "the Kubernetes API double cannot start: " << e.what();
+        }
+        daemon_ = std::make_unique<DaemonProcess>(dir_.dir("node-a"));
+        kubelet_ =
+            std::make_unique<KubeletSimulator>(daemon_->devicePluginDir(), daemon_->podResourcesSocket());
+        const auto kubeconfig = api_->writeKubeconfig(dir_.path() / "node-a.kubeconfig", "node-token");
+        writeFile(daemon_->settingsFile(),
+                  "kubelet:\n  podResourcesIntervalSeconds: 0.2\n  slotReleaseGraceSeconds: 0.5\n"
+                  "cluster:\n  kubeconfig: " +
+                      kubeconfig.string() + "\n  namespace: devlet\n  leaseDurationSeconds: 3\n");
+        writeFile(daemon_->confDir() / "cams.yaml",
+                  echoDevicesConfiguration("cams", "cam0", 1, "      shared: true\n"));
+        ASSERT_TRUE(kubelet_->start());
+        port_ = freePort();
+        daemon_->start({"--node-name", "node-a", "--listen", "127.0.0.1:" + std::to_string(port_)});
+        ASSERT_TRUE(waitForHealthySlots(1)) << daemon_->log();
+    }
+
+    bool waitForHealthySlots(std::size_t healthy) {
+        return kubelet_->waitFor(
+            [&] {
+                const auto devices = kubelet_->devices(kCl);
+                std::size_t count = 0;
+                for (const auto& [id, state] : devices) count += state.health == "Healthy" ? 1 : 0;
+                return devices.size() == 1 && count == healthy;
+            },
+            20s);
+    }
+
+    // The devlet Leases the API holds (read as the administrator): name -> holder.
+    std::map<std::string, std::string> leases() const {
+        const auto answer = api_->request("GET", "/apis/coordination.k8s.io/v1/namespaces/devlet/leases", "",
+                                          "application/json", "admin-token");
+        std::map<std::string, std::string> result;
+        boost::system::error_code ec;
+        const json::value doc = json::parse(answer.body, ec);
+        if (ec || !doc.is_object()) return result;
+        for (const json::value& item : doc.at("items").as_array()) {
+            const json::object& o = item.as_object();
+            const json::value* holder = o.at("spec").as_object().if_contains("holderIdentity");
+            result[std::string(o.at("metadata").at("name").as_string())] =
+                holder && holder->is_string() ? std::string(holder->as_string()) : std::string();
+        }
+        return result;
+    }
+
+    json::object clusterStatus() const {
+        const status::HttpAnswer answer = httpGet(port_, "/api/v1/status");
+        boost::system::error_code ec;
+        json::value doc = json::parse(answer.body, ec);
+        if (ec || !doc.is_object() || !doc.as_object().contains("cluster")) return {};
+        return doc.as_object().at("cluster").as_object();
+    }
+
+    // Requests the double refused the node's identity (its log: "... user=NAME 403").
+    std::vector<std::string> refusedRequests() const {
+        std::vector<std::string> refused;
+        std::string line;
+        std::istringstream log(api_->log());
+        while (std::getline(log, line)) {
+            if (line.find("user=system:serviceaccount:devlet:devlet-node 403") != std::string::npos)
+                refused.push_back(line);
+        }
+        return refused;
+    }
+
+    std::string slotId() const {
+        const auto devices = kubelet_->devices(kCl);
+        return devices.empty() ? std::string() : devices.begin()->first;
+    }
+
+    TempDir dir_;
+    std::unique_ptr<KubeApiDouble> api_;
+    std::unique_ptr<DaemonProcess> daemon_;
+    std::unique_ptr<KubeletSimulator> kubelet_;
+    unsigned short port_ = 0;
+};
+
+TEST_F(ClusterRbacTest, TheRolesVerbsAllocateAndFreeASharedSlot) {
+    start(kRoleVerbs);
+    if (!api_) return;
+    const std::string id = slotId();
+    auto granted = kubelet_->allocateIds("default", "pod-a", "main", kCl, {id});
+    ASSERT_TRUE(granted.ok) << granted.error << "\n" << daemon_->log();
+    EXPECT_EQ(leases(), (std::map<std::string, std::string>{{id, "node-a"}}));
+    // What docs/cluster.md's setup checks with.
+    ASSERT_TRUE(eventually([&] { return clusterStatus()["leasesHeld"] == 1; }, 20s)) << daemon_->log();
+    const CommandResult status = runDevlet({"status", "--listen", "127.0.0.1:" + std::to_string(port_)});
+    EXPECT_EQ(status.exitCode, 0) << status.output;
+    EXPECT_NE(status.output.find(
+                  "cluster: API server " + api_->url() +
+                  " reachable, namespace devlet; Leases held here 1 of 1, shared slots held on other "
+                  "nodes 0\n"),
+              std::string::npos)
+        << status.output;
+
+    kubelet_->removePod("default", "pod-a");
+    ASSERT_TRUE(eventually([&] { return leases().empty(); }, 20s)) << daemon_->log() << api_->log();
+    EXPECT_TRUE(waitForHealthySlots(1)) << daemon_->log();
+    EXPECT_EQ(refusedRequests(), std::vector<std::string>{}) << api_->log();
+    EXPECT_EQ(daemon_->log().find("403"), std::string::npos) << daemon_->log();
+    EXPECT_EQ(daemon_->log().find("Forbidden"), std::string::npos) << daemon_->log();
+}
+
+TEST_F(ClusterRbacTest, WithoutDeleteTheLeaseStaysAndDevletSaysWhy) {
+    start("get,list,watch,create,update");
+    if (!api_) return;
+    const std::string id = slotId();
+    auto granted = kubelet_->allocateIds("default", "pod-a", "main", kCl, {id});
+    ASSERT_TRUE(granted.ok) << granted.error << "\n" << daemon_->log();
+
+    kubelet_->removePod("default", "pod-a");
+    ASSERT_TRUE(daemon_->waitForLog("cannot delete the Lease of slot " + id, 20s)) << daemon_->log();
+    EXPECT_NE(daemon_->log().find("cannot delete resource \"leases\""), std::string::npos) << daemon_->log();
+    EXPECT_FALSE(refusedRequests().empty());
+    // The Lease stays, still this node's; the daemon runs on and shows it held.
+    EXPECT_EQ(leases(), (std::map<std::string, std::string>{{id, "node-a"}}));
+    EXPECT_TRUE(daemon_->running());
+    const json::object cluster = clusterStatus();
+    ASSERT_FALSE(cluster.empty()) << daemon_->log();
+    EXPECT_EQ(cluster.at("leasesHeld").to_number<int>(), 1) << json::serialize(cluster);
+}
+
+}  // namespace
+}  // namespace devlet::test
