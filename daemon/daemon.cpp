@@ -440,14 +440,18 @@ void Daemon::startSlotLeases() {
 void Daemon::clusterStateChanged() {
     const kube::Informer::State& state = *slotLeases_->watch();
     const bool reachable = state.connected && state.lastError.empty();
-    if (reachable != clusterReachable_) {
-        if (reachable)
-            log.info() << "cluster API reachable; watching Leases in namespace "
-                       << settings_.cluster.namespaceName;
-        else
-            log.warning() << "cluster API unreachable: " << state.lastError;
+    if (reachable != clusterReachable_ && reachable) {
+        log.info() << "cluster API reachable; watching Leases in namespace "
+                   << settings_.cluster.namespaceName;
+        clusterProblem_.clear();
     } else if (!reachable && !state.lastError.empty()) {
-        log.debug() << "cluster API: " << state.lastError;
+        // Said once per reason: a Role without `list` fails from the start and on every
+        // retry, and is the mistake a setup most likely has.
+        if (state.lastError != clusterProblem_)
+            log.warning() << "cluster API unreachable: " << state.lastError;
+        else
+            log.debug() << "cluster API: " << state.lastError;
+        clusterProblem_ = state.lastError;
     }
     clusterReachable_ = reachable;
     if (inventory_) updateStatus();

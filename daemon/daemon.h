@@ -101,6 +101,7 @@ private:
     std::unique_ptr<kube::ApiClient> allocateClient_;     // cluster mode: Allocate's own connection
     std::unique_ptr<kube::SlotLeases> slotLeases_;        // uses both clients and inventory_
     bool clusterReachable_ = false;
+    std::string clusterProblem_;  // why the API is unreachable, as last logged
     std::int64_t startedAtMs_ = 0;
     boost::asio::signal_set signals_;
     boost::asio::steady_timer reloadTimer_;
