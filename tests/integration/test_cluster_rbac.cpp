@@ -1,7 +1,8 @@
 // The rights the packaged Role grants (packaging/cluster/rbac.yaml) are enough for cluster
 // mode: a real daemon whose token the API double limits to those Lease verbs allocates a
 // slot of a shared device and frees it without one refused request. Without `delete`, the
-// freed slot's Lease cannot be deleted: devlet says so and keeps running.
+// freed slot's Lease cannot be deleted, and without `list` the API counts as unreachable:
+// devlet says so, on its status too, and keeps running.
 // The double's rules have no namespace: the token may use Leases in any namespace, and
 // devlet uses one.
 
@@ -27,12 +28,13 @@ using namespace std::chrono_literals;
 constexpr char kCl[] = "akri.sh/cams";
 // The Role's verbs on leases.coordination.k8s.io, as rbac.yaml grants them.
 constexpr char kRoleVerbs[] = "get,list,watch,create,update,delete";
+const std::string kListing = "listing /apis/coordination.k8s.io/v1/namespaces/devlet/leases";
 
 class ClusterRbacTest : public ::testing::Test {
 protected:
     // Starts the API double with the node's token limited to `verbs` on Leases, and one
     // daemon in cluster mode that sees a shared camera of capacity 1.
-    void start(const std::string& verbs) {
+    void start(const std::string& verbs, std::size_t healthySlots = 1) {
         KubeApiDouble::Options options;
         options.tokens = {"node-token system:serviceaccount:devlet:devlet-node allow=leases:" + verbs,
                           "admin-token admin"};
@@ -54,7 +56,7 @@ protected:
         ASSERT_TRUE(kubelet_->start());
         port_ = freePort();
         daemon_->start({"--node-name", "node-a", "--listen", "127.0.0.1:" + std::to_string(port_)});
-        ASSERT_TRUE(waitForHealthySlots(1)) << daemon_->log();
+        ASSERT_TRUE(waitForHealthySlots(healthySlots)) << daemon_->log();
     }
 
     bool waitForHealthySlots(std::size_t healthy) {
@@ -160,6 +162,25 @@ TEST_F(ClusterRbacTest, WithoutDeleteTheLeaseStaysAndDevletSaysWhy) {
     const json::object cluster = clusterStatus();
     ASSERT_FALSE(cluster.empty()) << daemon_->log();
     EXPECT_EQ(cluster.at("leasesHeld").to_number<int>(), 1) << json::serialize(cluster);
+}
+
+TEST_F(ClusterRbacTest, WithoutListTheApiIsUnreachableAndStatusSaysWhy) {
+    start("get,watch,create,update,delete", 0);
+    if (!api_) return;
+    ASSERT_TRUE(daemon_->waitForLog("cluster API unreachable: " + kListing + ": 403 Forbidden", 20s))
+        << daemon_->log();
+    const CommandResult status = runDevlet({"status", "--listen", "127.0.0.1:" + std::to_string(port_)});
+    EXPECT_EQ(status.exitCode, 0) << status.output;
+    EXPECT_NE(status.output.find(
+                  " unreachable, namespace devlet; Leases held here 0 of 0, shared slots held on other "
+                  "nodes 0; last error: " +
+                  kListing + ": 403 Forbidden"),
+              std::string::npos)
+        << status.output;
+    EXPECT_NE(status.output.find("cannot list resource \"leases\""), std::string::npos) << status.output;
+    // No shared slot is offered while nobody can say who holds it.
+    EXPECT_FALSE(kubelet_->allocateIds("default", "pod-a", "main", kCl, {slotId()}).ok);
+    EXPECT_TRUE(daemon_->running());
 }
 
 }  // namespace
