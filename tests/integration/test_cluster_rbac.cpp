@@ -3,10 +3,12 @@
 // slot of a shared device and frees it without one refused request. Without `delete`, the
 // freed slot's Lease cannot be deleted, and without `list` the API counts as unreachable:
 // devlet says so, on its status too, and keeps running.
+// The daemon's kubeconfig is written by packaging/cluster/node-kubeconfig.
 // The double's rules have no namespace: the token may use Leases in any namespace, and
 // devlet uses one.
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -46,7 +48,18 @@ protected:
         daemon_ = std::make_unique<DaemonProcess>(dir_.dir("node-a"));
         kubelet_ =
             std::make_unique<KubeletSimulator>(daemon_->devicePluginDir(), daemon_->podResourcesSocket());
-        const auto kubeconfig = api_->writeKubeconfig(dir_.path() / "node-a.kubeconfig", "node-token");
+        // The kubeconfig as the setup writes it: packaging/cluster/node-kubeconfig, given the
+        // server, CA and token (the double makes no ServiceAccount tokens).
+        const char* script = std::getenv("DEVLET_NODE_KUBECONFIG");
+        ASSERT_NE(script, nullptr) << "DEVLET_NODE_KUBECONFIG is not set (meson sets it)";
+        const auto kubeconfig = dir_.path() / "node-a.kubeconfig";
+        const auto token = dir_.path() / "node.token";
+        writeFile(token, "node-token\n");
+        const CommandResult written =
+            runProgram({script, "--kubectl", "false", "--server", api_->url(), "--ca-file",
+                        api_->caPath().string(), "--token-file", token.string(), kubeconfig.string()});
+        ASSERT_EQ(written.exitCode, 0) << written.output;
+        ASSERT_EQ(written.output.find("node-token"), std::string::npos) << written.output;
         writeFile(daemon_->settingsFile(),
                   "kubelet:\n  podResourcesIntervalSeconds: 0.2\n  slotReleaseGraceSeconds: 0.5\n"
                   "cluster:\n  kubeconfig: " +
@@ -121,7 +134,7 @@ protected:
 
 TEST_F(ClusterRbacTest, TheRolesVerbsAllocateAndFreeASharedSlot) {
     start(kRoleVerbs);
-    if (!api_) return;
+    if (!api_ || HasFatalFailure()) return;
     const std::string id = slotId();
     auto granted = kubelet_->allocateIds("default", "pod-a", "main", kCl, {id});
     ASSERT_TRUE(granted.ok) << granted.error << "\n" << daemon_->log();
@@ -147,7 +160,7 @@ TEST_F(ClusterRbacTest, TheRolesVerbsAllocateAndFreeASharedSlot) {
 
 TEST_F(ClusterRbacTest, WithoutDeleteTheLeaseStaysAndDevletSaysWhy) {
     start("get,list,watch,create,update");
-    if (!api_) return;
+    if (!api_ || HasFatalFailure()) return;
     const std::string id = slotId();
     auto granted = kubelet_->allocateIds("default", "pod-a", "main", kCl, {id});
     ASSERT_TRUE(granted.ok) << granted.error << "\n" << daemon_->log();
@@ -166,7 +179,7 @@ TEST_F(ClusterRbacTest, WithoutDeleteTheLeaseStaysAndDevletSaysWhy) {
 
 TEST_F(ClusterRbacTest, WithoutListTheApiIsUnreachableAndStatusSaysWhy) {
     start("get,watch,create,update,delete", 0);
-    if (!api_) return;
+    if (!api_ || HasFatalFailure()) return;
     ASSERT_TRUE(daemon_->waitForLog("cluster API unreachable: " + kListing + ": 403 Forbidden", 20s))
         << daemon_->log();
     const CommandResult status = runDevlet({"status", "--listen", "127.0.0.1:" + std::to_string(port_)});
