@@ -60,6 +60,24 @@ class RbacManifest(unittest.TestCase):
             self.assertRegex(d["metadata"]["name"], r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
         self.assertEqual(sorted(self.by_kind), ["Namespace", "Role", "RoleBinding", "ServiceAccount"])
 
+    def test_every_field_is_one_the_kind_has(self):
+        # A misspelt field ("verb", "subject") is dropped by the API server without a word.
+        top = {"Namespace": {"apiVersion", "kind", "metadata"}, "ServiceAccount": {"apiVersion", "kind", "metadata"},
+               "Role": {"apiVersion", "kind", "metadata", "rules"},
+               "RoleBinding": {"apiVersion", "kind", "metadata", "roleRef", "subjects"}}
+        versions = {"Namespace": "v1", "ServiceAccount": "v1", "Role": "rbac.authorization.k8s.io/v1",
+                    "RoleBinding": "rbac.authorization.k8s.io/v1"}
+        for d in self.documents:
+            kind = d["kind"]
+            self.assertEqual(d["apiVersion"], versions[kind], kind)
+            self.assertLessEqual(set(d), top[kind], kind)
+            self.assertLessEqual(set(d["metadata"]), {"name", "namespace", "labels", "annotations"}, kind)
+            for rule in d.get("rules", []):
+                self.assertLessEqual(set(rule), {"apiGroups", "resources", "verbs", "resourceNames",
+                                                 "nonResourceURLs"})
+            for subject in d.get("subjects", []):
+                self.assertLessEqual(set(subject), {"kind", "name", "namespace", "apiGroup"})
+
     def test_nothing_is_cluster_wide(self):
         for kind in ("ClusterRole", "ClusterRoleBinding"):
             self.assertNotIn(kind, self.by_kind)
