@@ -94,16 +94,24 @@ class NodeKubeconfig(unittest.TestCase):
 
     def test_bad_input_is_refused_with_a_message(self):
         out = os.path.join(self.double.dir, "bad.kubeconfig")
+        odd_token = os.path.join(self.double.dir, "odd.token")
+        with open(odd_token, "w") as f:
+            f.write("secret'value\n")
         cases = [
             (["--server", "http://10.0.0.1:6443", "--token-file", self.token_file, out], 1, "must be https://"),
             (["--token-file", os.path.join(self.double.dir, "missing"), out], 1, "cannot read the token file"),
+            (["--namespace", "Dev let", "--token-file", self.token_file, out], 1, "is not a Kubernetes name"),
+            (["--server", "https://10.0.0.1:6443 # x", "--token-file", self.token_file, out], 1,
+             "holds spaces, quotes or '#'"),
             (["--frobnicate", out], 2, "unknown option --frobnicate"),
             ([], 2, "usage:"),
+            (["--token-file", odd_token, out], 1, "characters a bearer token cannot hold"),
         ]
         for args, code, message in cases:
             result = self.run_script(*args)
             self.assertEqual(result.returncode, code, args)
             self.assertIn(message, result.stderr, args)
+            self.assertNotIn("secret", result.stdout + result.stderr, args)
             self.assertFalse(os.path.exists(out), args)
 
 
