@@ -41,7 +41,7 @@ SlotLeases::SlotLeases(boost::asio::io_context& loop, ApiClient& client, ApiClie
                        Inventory& inventory, Options options)
     : loop_(loop),
       client_(client),
-      allocating_(allocating),
+      allocateClient_(allocating),
       inventory_(inventory),
       options_(std::move(options)),
       collection_(collectionPath("coordination.k8s.io/v1", options_.namespaceName, "leases")),
@@ -195,7 +195,7 @@ void SlotLeases::takeOne(const std::string& slotId, const std::shared_ptr<Take>&
             return;
         }
         // Another node wrote first: read who.
-        allocating_.get(
+        allocateClient_.get(
             path(slotId),
             [this, slotId, finish, alive](ApiResult current) {
                 if (auto a = alive.lock(); !a || !*a) return;
@@ -219,12 +219,12 @@ void SlotLeases::takeOne(const std::string& slotId, const std::shared_ptr<Take>&
     };
     const CallOptions call{0, options_.takeDeadline};
     if (decision.kind == Kind::Create) {
-        allocating_.create(collection_, leaseObject(ownLease(slotId, nullptr), options_.namespaceName),
-                           std::move(answered), call);
+        allocateClient_.create(collection_, leaseObject(ownLease(slotId, nullptr), options_.namespaceName),
+                               std::move(answered), call);
     } else {  // TakeOver: released, or lapsed as seen from here
-        allocating_.replace(path(slotId),
-                            leaseObject(ownLease(slotId, &decision.lease), options_.namespaceName),
-                            std::move(answered), call);
+        allocateClient_.replace(path(slotId),
+                                leaseObject(ownLease(slotId, &decision.lease), options_.namespaceName),
+                                std::move(answered), call);
     }
 }
 

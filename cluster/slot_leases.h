@@ -86,7 +86,7 @@ private:
 
     boost::asio::io_context& loop_;
     ApiClient& client_;
-    ApiClient& allocating_;
+    ApiClient& allocateClient_;
     Inventory& inventory_;
     Options options_;
     std::string collection_;
