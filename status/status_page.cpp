@@ -123,7 +123,8 @@ function render(s) {
     : "kubelet " + k.state + " (" + k.pluginsRegistered + " of " + k.pluginsOffered + " plugins registered)"
       + (k.podResourcesError ? "; PodResources: " + k.podResourcesError : "")
       + (!s.cluster || !s.cluster.enabled ? ""
-         : s.cluster.reachable ? "; cluster API reachable" : "; cluster API unreachable" + (s.cluster.lastError ? ": " + s.cluster.lastError : ""));
+         : (s.cluster.reachable ? "; cluster API reachable" : "; cluster API unreachable" + (s.cluster.lastError ? ": " + s.cluster.lastError : ""))
+           + "; " + s.cluster.leasesHeld + " Leases held here, " + s.cluster.slotsHeldElsewhere + " shared slots held on other nodes");
   document.getElementById("ready").textContent = s.summary.ready ? "ready" : "not ready: " + s.summary.notReadyReasons.join("; ");
   document.getElementById("errors").replaceChildren(
     ...s.daemon.configurationErrors.map(e => el("li", {class: "error"}, "configuration error: " + e)));
