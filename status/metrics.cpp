@@ -229,13 +229,20 @@ std::string inventoryMetricsText(const StatusSnapshot& s) {
             e.sample("devlet_instances", {{"configuration", c.name}, {"health", health}},
                      static_cast<double>(n));
     }
-    e.family("devlet_slots", "gauge", "Capacity slots by configuration and state (free, held, unavailable).");
+    e.family(
+        "devlet_slots", "gauge",
+        "Capacity slots by configuration and state (free, held, unavailable; in cluster mode also elsewhere: "
+        "held on another node).");
     for (const ConfigurationStatus& c : s.configurations) {
         std::map<std::string, std::size_t> byState{{"free", 0}, {"held", 0}, {"unavailable", 0}};
+        if (s.cluster.enabled) byState["elsewhere"] = 0;
         for (const InstanceStatus& i : c.instances) {
             for (const Slot& slot : i.slots) {
                 if (!slot.holderResource.empty()) {
                     ++byState["held"];
+                } else if (i.present && i.offered && slot.index < i.capacity &&
+                           i.heldElsewhere.count(slot.deviceId)) {
+                    ++byState["elsewhere"];
                 } else if (i.present && i.offered && slot.index < i.capacity) {
                     ++byState["free"];
                 } else {
