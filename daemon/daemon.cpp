@@ -247,7 +247,9 @@ void Daemon::reloadConfigurations() {
     for (const std::string& file : configurationFiles(settings_.confDir)) {
         files.insert(file);
         ParsedConfigurations parsed = loadConfigurationFile(file, handlers_, settings_.resourceDomain);
-        for (const ConfigProblem& warning : parsed.warnings) log.warning() << warning.str();
+        for (const ConfigProblem& warning : parsed.warnings) {
+            if (!warning.clusterOnly || !settings_.cluster.enabled()) log.warning() << warning.str();
+        }
         if (!parsed.problems.empty()) {
             for (const ConfigProblem& problem : parsed.problems) {
                 log.error() << problem.str();

@@ -131,7 +131,10 @@ int configCheck(const std::vector<std::string>& files) {
     bool valid = true;
     for (const std::string& file : files) {
         devlet::ParsedConfigurations parsed = devlet::loadConfigurationFile(file, handlers, domain);
-        for (const auto& warning : parsed.warnings) std::cerr << warning.str() << " (warning)\n";
+        for (const auto& warning : parsed.warnings) {
+            if (!warning.clusterOnly || !settings.settings.cluster.enabled())
+                std::cerr << warning.str() << " (warning)\n";
+        }
         if (!parsed.problems.empty()) {
             valid = false;
             for (const auto& problem : parsed.problems) std::cerr << problem.str() << "\n";

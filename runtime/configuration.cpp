@@ -7,7 +7,9 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <regex>
 
+#include <boost/json.hpp>
 #include <fcntl.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -45,9 +47,10 @@ const std::vector<std::string> kSpecKeys = {
     "discoveryHandler",         "capacity", "brokerProperties", "brokerSpec", "instanceServiceSpec",
     "configurationServiceSpec", "devlet",
 };
-// Akri's controller acts on these; devlet only offers devices.
-const std::vector<std::string> kIgnoredSpecKeys = {"brokerSpec", "instanceServiceSpec",
-                                                   "configurationServiceSpec"};
+// Akri's controller acts on these; devlet does in cluster mode (cluster/brokers.h).
+const std::vector<std::string> kClusterOnlySpecKeys = {"brokerSpec", "instanceServiceSpec",
+                                                       "configurationServiceSpec"};
+const std::vector<std::string> kBrokerSpecKeys = {"brokerPodSpec", "brokerJobSpec"};
 const std::vector<std::string> kDiscoveryHandlerKeys = {"name", "discoveryDetails", "discoveryProperties"};
 const std::vector<std::string> kDiscoveryPropertyKeys = {"name", "value", "valueFrom"};
 const std::vector<std::string> kDevletKeys = {"allocationPolicy", "uniqueDevices", "configurationResource",
@@ -262,13 +265,87 @@ private:
         if (const Entry* brokerProperties = find(*spec, "brokerProperties")) {
             readBrokerProperties(*brokerProperties, config);
         }
-        for (const auto& key : kIgnoredSpecKeys) {
-            if (const Entry* ignored = find(*spec, key)) {
-                warning(ignored->line,
-                        "spec." + key + ": devlet does not deploy brokers or services; ignored");
+        if (const Entry* broker = find(*spec, "brokerSpec")) readBrokerSpec(*broker, config);
+        if (const Entry* service = find(*spec, "instanceServiceSpec"))
+            config.instanceServiceSpec = objectJson(*service, "spec.instanceServiceSpec");
+        if (const Entry* service = find(*spec, "configurationServiceSpec"))
+            config.configurationServiceSpec = objectJson(*service, "spec.configurationServiceSpec");
+        for (const auto& key : kClusterOnlySpecKeys) {
+            if (const Entry* used = find(*spec, key)) {
+                out_.warnings.push_back({file_, used->line,
+                                         "spec." + key +
+                                             ": devlet deploys brokers and services only in cluster mode "
+                                             "(cluster.kubeconfig in the settings); ignored",
+                                         true});
             }
         }
         if (const Entry* devlet = find(*spec, "devlet")) readDevlet(*devlet, config);
+    }
+
+    // Akri: exactly one of brokerPodSpec and brokerJobSpec.
+    void readBrokerSpec(const Entry& entry, Configuration& config) {
+        auto broker = mapping(entry.value, entry.line, "spec.brokerSpec", &kBrokerSpecKeys);
+        if (!broker) return;
+        const Entry* pod = find(*broker, "brokerPodSpec");
+        const Entry* job = find(*broker, "brokerJobSpec");
+        if (pod && job) {
+            error(job->line, "spec.brokerSpec has both brokerPodSpec and brokerJobSpec; give one");
+            return;
+        }
+        if (pod) config.brokerPodSpec = objectJson(*pod, "spec.brokerSpec.brokerPodSpec");
+        if (job) config.brokerJobSpec = objectJson(*job, "spec.brokerSpec.brokerJobSpec");
+    }
+
+    // A Kubernetes object spec, kept as JSON text for the API.
+    std::string objectJson(const Entry& entry, const std::string& what) {
+        if (!entry.value.IsMap()) {
+            error(entry.valueLine(), what + " must be a mapping (a Kubernetes object spec)");
+            return {};
+        }
+        try {
+            return boost::json::serialize(yamlToJson(entry.value));
+        } catch (const YAML::Exception& e) {
+            error(entry.valueLine(), what + ": " + e.what());
+            return {};
+        }
+    }
+
+    // Plain scalars take the JSON type YAML 1.2's core schema gives them (a port is a
+    // number, `"1"` stays a string), as kubectl reads a manifest.
+    static boost::json::value yamlToJson(const YAML::Node& node) {
+        if (node.IsMap()) {
+            boost::json::object object;
+            for (const auto& item : node) object[item.first.as<std::string>()] = yamlToJson(item.second);
+            return object;
+        }
+        if (node.IsSequence()) {
+            boost::json::array array;
+            for (const auto& item : node) array.push_back(yamlToJson(item));
+            return array;
+        }
+        if (!node.IsScalar()) return nullptr;
+        const std::string& text = node.Scalar();
+        if (node.Tag() != "?") return boost::json::string(text);  // quoted or tagged
+        if (text == "null" || text == "Null" || text == "NULL" || text == "~" || text.empty()) return nullptr;
+        if (text == "true" || text == "True" || text == "TRUE") return true;
+        if (text == "false" || text == "False" || text == "FALSE") return false;
+        static const std::regex integer("[-+]?[0-9]+");
+        static const std::regex real("[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?");
+        if (std::regex_match(text, integer)) {
+            try {
+                return std::stoll(text);
+            } catch (const std::exception&) {
+                return boost::json::string(text);
+            }
+        }
+        if (std::regex_match(text, real)) {
+            try {
+                return std::stod(text);
+            } catch (const std::exception&) {
+                return boost::json::string(text);
+            }
+        }
+        return boost::json::string(text);
     }
 
     void readDiscoveryHandler(const Entry& entry, Configuration& config, HandlerUse& handler) {

@@ -19,6 +19,8 @@ struct ConfigProblem {
     std::string file;
     int line = 0;  // 1-based; 0 = whole file
     std::string message;
+    // A broker or service spec: used in cluster mode, so warned only without it.
+    bool clusterOnly = false;
     std::string str() const;  // "file:line: message"
 };
 
@@ -30,6 +32,12 @@ struct Configuration {
     std::map<std::string, std::string> discoveryProperties;
     int capacity = 1;
     std::map<std::string, std::string> brokerProperties;
+    // Akri's broker and service specs as JSON text (converted from the YAML, so that the
+    // cluster code needs no YAML): empty when not given. Used in cluster mode only.
+    std::string brokerPodSpec;             // spec.brokerSpec.brokerPodSpec (a PodSpec)
+    std::string brokerJobSpec;             // spec.brokerSpec.brokerJobSpec (a JobSpec)
+    std::string instanceServiceSpec;       // a ServiceSpec
+    std::string configurationServiceSpec;  // a ServiceSpec
     // devlet's additions (spec.devlet)
     AllocationPolicy allocationPolicy = AllocationPolicy::Spread;
     bool uniqueDevices = true;          // a CL request never gets two slots of one device (Akri)

@@ -172,10 +172,36 @@ TEST_F(ConfigurationTest, BrokerSpecIsWarning) {
     auto parsed = parse(kAkriE2eDebugEcho);
     ASSERT_EQ(parsed.configurations.size(), 1u);
     ASSERT_EQ(parsed.warnings.size(), 3u);
-    EXPECT_EQ(parsed.warnings[0].str(),
-              "conf.d/test.yaml:12: spec.brokerSpec: devlet does not deploy brokers or services; ignored");
+    EXPECT_EQ(
+        parsed.warnings[0].str(),
+        "conf.d/test.yaml:12: spec.brokerSpec: devlet deploys brokers and services only in cluster mode "
+        "(cluster.kubeconfig in the settings); ignored");
+    EXPECT_TRUE(parsed.warnings[0].clusterOnly);
     EXPECT_EQ(parsed.warnings[1].line, 26);
     EXPECT_EQ(parsed.warnings[2].line, 33);
+}
+
+TEST_F(ConfigurationTest, BrokerAndServiceSpecsAreKeptAsJson) {
+    auto parsed = parse(kAkriE2eDebugEcho);
+    ASSERT_EQ(parsed.configurations.size(), 1u);
+    const Configuration& config = parsed.configurations[0];
+    EXPECT_EQ(config.brokerPodSpec,
+              R"({"containers":[{"name":"akri-debug-echo-foo-broker","image":"nginx:stable-alpine",)"
+              R"("resources":{"requests":{"{{PLACEHOLDER}}":"1","memory":"10Mi","cpu":"10m"},)"
+              R"("limits":{"{{PLACEHOLDER}}":"1","memory":"30Mi","cpu":"29m"}}}]})");
+    EXPECT_EQ(config.brokerJobSpec, "");
+    EXPECT_EQ(config.instanceServiceSpec,
+              R"({"type":"ClusterIP","ports":[{"name":"akri-debug-echo-foo-instance-service","port":6052,)"
+              R"("protocol":"TCP","targetPort":6052}]})");
+    EXPECT_NE(config.configurationServiceSpec.find(R"("port":6052)"), std::string::npos);
+}
+
+TEST_F(ConfigurationTest, BothBrokerPodAndJobSpecIsError) {
+    auto parsed = parse(document("cams",
+                                 "  brokerSpec:\n    brokerPodSpec:\n      containers: []\n"
+                                 "    brokerJobSpec:\n      template: {}\n"));
+    ASSERT_EQ(parsed.problems.size(), 1u) << allMessages(parsed);
+    EXPECT_NE(parsed.problems[0].message.find("both brokerPodSpec and brokerJobSpec"), std::string::npos);
 }
 
 TEST_F(ConfigurationTest, UnknownSpecKeyIsErrorWithLineAndSuggestion) {
