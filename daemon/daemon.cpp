@@ -127,7 +127,10 @@ void Daemon::serve() {
                           [this](const std::string&, std::uint32_t) { scheduleReload(); });
     reloadConfigurations();
     inventory_->restoreSlots();
-    if (kubeClient_) startSlotLeases();
+    if (kubeClient_) {
+        startSlotLeases();
+        startBrokers();
+    }
 
     // The plugins are registered once PodResources has answered (or failed) for the first
     // time, and the kubelet's device checkpoint has been read: a slot a running container
@@ -215,6 +218,7 @@ void Daemon::shutdown() {
     host_.stop();
     if (podResources_) podResources_->stop();
     if (statusServer_) statusServer_->stop();
+    if (brokers_) brokers_->stop();
     if (slotLeases_) {
         inventory_->setSharedSlotGate(nullptr);
         slotLeases_->stop();
@@ -340,6 +344,7 @@ void Daemon::reportScan(const std::string& configuration, ScanReport scan) {
 
 void Daemon::armGraceTimer() {
     auto next = inventory_->expireGone();
+    if (brokers_) brokers_->inventoryChanged();
     graceTimer_.cancel();
     if (!next) return;
     graceTimer_.expires_at(*next);
@@ -437,6 +442,15 @@ void Daemon::startSlotLeases() {
     inventory_->setSharedSlotGate(slotLeases_.get());
     // Watching the Leases is also how devlet knows the API server answers, without polling.
     slotLeases_->start();
+}
+
+void Daemon::startBrokers() {
+    kube::Brokers::Options options;
+    options.namespaceName = settings_.cluster.namespaceName;
+    options.node = settings_.nodeName;
+    brokers_ = std::make_unique<kube::Brokers>(loop_, *kubeClient_, *inventory_, options);
+    brokers_->onStateChanged([this] { clusterStateChanged(); });
+    brokers_->start();
 }
 
 void Daemon::clusterStateChanged() {

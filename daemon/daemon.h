@@ -14,6 +14,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "cluster/api_client.h"
+#include "cluster/brokers.h"
 #include "cluster/slot_leases.h"
 #include "plugin/plugin_host.h"
 #include "plugin/pod_resources_client.h"
@@ -60,6 +61,8 @@ private:
     bool startCluster();
     // Cluster mode: the shared slots' Leases, once the inventory has its held slots.
     void startSlotLeases();
+    // Cluster mode: Akri's broker Pods, Jobs and Services for the instances offered here.
+    void startBrokers();
     void clusterStateChanged();
     std::string clusterSummary() const;
     void reloadConfigurations();
@@ -100,6 +103,7 @@ private:
     std::unique_ptr<kube::ApiClient> kubeClient_;         // cluster mode only; stopped in shutdown()
     std::unique_ptr<kube::ApiClient> allocateClient_;     // cluster mode: Allocate's own connection
     std::unique_ptr<kube::SlotLeases> slotLeases_;        // uses both clients and inventory_
+    std::unique_ptr<kube::Brokers> brokers_;              // uses kubeClient_ and inventory_
     bool clusterReachable_ = false;
     std::string clusterProblem_;  // why the API is unreachable, as last logged
     std::int64_t startedAtMs_ = 0;

@@ -1,0 +1,410 @@
+#include "cluster/brokers.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+
+#include "cluster/lease.h"
+#include "runtime/log.h"
+
+namespace devlet::kube {
+
+namespace {
+constexpr Log log{"brokers"};
+namespace json = boost::json;
+
+constexpr char kPlaceholder[] = "{{PLACEHOLDER}}";
+
+std::string normalized(std::string name) {
+    std::replace(name.begin(), name.end(), '.', '-');
+    return name;
+}
+
+json::object parsedObject(const std::string& text) {
+    boost::system::error_code ec;
+    json::value value = json::parse(text, ec);
+    if (ec || !value.is_object()) return {};
+    return std::move(value.as_object());
+}
+
+json::object labelObject(const std::map<std::string, std::string>& labels) {
+    json::object object;
+    for (const auto& [key, value] : labels) object[key] = value;
+    return object;
+}
+
+// Akri's PLACEHOLDER: a broker's request for "{{PLACEHOLDER}}" becomes one slot of its
+// instance's resource.
+void replacePlaceholders(json::object& podSpec, const std::string& resource) {
+    for (const char* list : {"containers", "initContainers"}) {
+        json::value* containers = podSpec.if_contains(list);
+        if (!containers || !containers->is_array()) continue;
+        for (json::value& container : containers->as_array()) {
+            if (!container.is_object()) continue;
+            json::value* resources = container.as_object().if_contains("resources");
+            if (!resources || !resources->is_object()) continue;
+            for (const char* kind : {"requests", "limits"}) {
+                json::value* amounts = resources->as_object().if_contains(kind);
+                if (!amounts || !amounts->is_object() || !amounts->as_object().contains(kPlaceholder))
+                    continue;
+                amounts->as_object().erase(kPlaceholder);
+                amounts->as_object()[resource] = "1";
+            }
+        }
+    }
+}
+
+std::string objectName(const json::object& object) {
+    const json::value* metadata = object.if_contains("metadata");
+    if (!metadata || !metadata->is_object()) return {};
+    const json::value* name = metadata->as_object().if_contains("name");
+    return name && name->is_string() ? std::string(name->as_string()) : std::string();
+}
+
+std::string labelOf(const json::object& object, const char* key) {
+    const json::value* metadata = object.if_contains("metadata");
+    if (!metadata || !metadata->is_object()) return {};
+    const json::value* labels = metadata->as_object().if_contains("labels");
+    if (!labels || !labels->is_object()) return {};
+    const json::value* value = labels->as_object().if_contains(key);
+    return value && value->is_string() ? std::string(value->as_string()) : std::string();
+}
+
+std::string stringAt(const json::value& value, std::initializer_list<const char*> path) {
+    const json::value* at = &value;
+    for (const char* key : path) {
+        if (!at->is_object()) return {};
+        at = at->as_object().if_contains(key);
+        if (!at) return {};
+    }
+    return at->is_string() ? std::string(at->as_string()) : std::string();
+}
+}  // namespace
+
+std::string brokerPodName(const std::string& node, const std::string& instance, bool shared) {
+    return normalized(shared ? node + "-" + instance + "-pod" : instance + "-pod");
+}
+
+std::string brokerJobName(const std::string& instance, const std::string& jobSpecJson) {
+    // Akri numbers a Job with its Configuration's metadata.generation; a devlet
+    // configuration is a file with no generation, so the spec's own FNV-1a hash stands in:
+    // a changed job spec is a new Job, as a new generation is in Akri.
+    std::uint32_t hash = 2166136261u;
+    for (unsigned char c : jobSpecJson) hash = (hash ^ c) * 16777619u;
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", hash);
+    return normalized(instance) + "-" + hex + "-job";
+}
+
+std::string instanceServiceName(const std::string& instance) {
+    return normalized(instance) + "-svc";
+}
+
+std::string configurationServiceName(const std::string& configuration) {
+    return normalized(configuration) + "-svc";
+}
+
+Brokers::Brokers(boost::asio::io_context& loop, ApiClient& client, const Inventory& inventory,
+                 Options options)
+    : loop_(loop), client_(client), inventory_(inventory), options_(std::move(options)), retryTimer_(loop) {}
+
+Brokers::~Brokers() {
+    stop();
+}
+
+void Brokers::start() {
+    auto informer = [this](const std::string& groupVersion, const std::string& resource,
+                           const std::string& selector) {
+        Informer::Handlers handlers;
+        handlers.deleted = [this, resource](const json::object& o) { objectGone(resource, o); };
+        if (resource == "pods") {
+            handlers.added = [this](const json::object&) { changed(); };
+            handlers.modified = [this](const json::object&) { changed(); };
+            handlers.synced = [this] { inventoryChanged(); };
+        }
+        Informer::Options options;
+        options.labelSelector = selector;
+        auto made = std::make_unique<Informer>(client_,
+                                               collectionPath(groupVersion, options_.namespaceName, resource),
+                                               std::move(handlers), options);
+        made->start();
+        return made;
+    };
+    const std::string ours = std::string(kManagedByLabel) + "=" + kManagedByValue;
+    pods_ = informer("v1", "pods", ours + "," + kAkriTargetNodeLabel + "=" + options_.node);
+    services_ = informer("v1", "services", ours);
+    jobs_ = informer("batch/v1", "jobs", ours);
+    readNode();
+}
+
+void Brokers::stop() {
+    *alive_ = false;
+    for (auto* informer : {&pods_, &services_, &jobs_}) {
+        if (*informer) (*informer)->stop();
+    }
+    retryTimer_.cancel();
+}
+
+void Brokers::readNode() {
+    client_.get("/api/v1/nodes/" + options_.node, [this,
+                                                   alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
+        if (auto a = alive.lock(); !a || !*a) return;
+        if (result.code == 0) {
+            // No answer: ask again rather than make Pods the garbage collector cannot find.
+            log.debug() << "node " << options_.node << " cannot be read yet: " << result.describe();
+            retryTimer_.expires_after(options_.retryInterval);
+            retryTimer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](boost::system::error_code ec) {
+                if (auto a = alive.lock(); !ec && a && *a) readNode();
+            });
+            return;
+        }
+        nodeRead_ = true;
+        if (result.ok()) {
+            nodeUid_ = stringAt(result.body, {"metadata", "uid"});
+        }
+        if (nodeUid_.empty()) {
+            state_.ownerProblem = "the Node " + options_.node + " cannot be read (" + result.describe() +
+                                  "): broker Pods are made without an owner and outlive the node";
+            log.warning() << state_.ownerProblem;
+        }
+        inventoryChanged();
+    });
+}
+
+void Brokers::inventoryChanged() {
+    if (reconcileScheduled_) return;
+    reconcileScheduled_ = true;
+    boost::asio::post(loop_, [this, alive = std::weak_ptr<bool>(alive_)] {
+        if (auto a = alive.lock(); !a || !*a) return;
+        reconcileScheduled_ = false;
+        reconcile();
+    });
+}
+
+std::map<std::string, Brokers::Wanted> Brokers::wanted() const {
+    std::map<std::string, Wanted> out;
+    for (const ConfigurationView& view : inventory_.view()) {
+        const Configuration& c = view.configuration;
+        if (c.brokerPodSpec.empty() && c.brokerJobSpec.empty() && c.instanceServiceSpec.empty() &&
+            c.configurationServiceSpec.empty())
+            continue;
+        bool anyOffered = false;
+        for (const InstanceView& i : view.instances) {
+            if (!i.offered) continue;
+            anyOffered = true;
+            if (!c.brokerPodSpec.empty()) addPod(out, c, i);
+            if (!c.brokerJobSpec.empty()) addJob(out, c, i);
+            if (!c.instanceServiceSpec.empty()) {
+                addService(out, instanceServiceName(i.name), c.instanceServiceSpec,
+                           {{kAkriConfigurationLabel, c.name}, {kAkriInstanceLabel, i.name}},
+                           kAkriInstanceLabel, i.name);
+            }
+        }
+        if (anyOffered && !c.configurationServiceSpec.empty()) {
+            addService(out, configurationServiceName(c.name), c.configurationServiceSpec,
+                       {{kAkriConfigurationLabel, c.name}}, kAkriConfigurationLabel, c.name);
+        }
+    }
+    return out;
+}
+
+void Brokers::addPod(std::map<std::string, Wanted>& out, const Configuration& c,
+                     const InstanceView& i) const {
+    const std::string name = brokerPodName(options_.node, i.name, i.device.shared);
+    json::object spec = parsedObject(c.brokerPodSpec);
+    replacePlaceholders(spec, inventory_.instanceResource(i.name));
+    spec["nodeName"] = options_.node;
+    json::object metadata;
+    metadata["name"] = name;
+    metadata["namespace"] = options_.namespaceName;
+    metadata["labels"] = labelObject({{"app", name},
+                                      {kAkriControllerLabel, kAkriControllerValue},
+                                      {kAkriConfigurationLabel, c.name},
+                                      {kAkriInstanceLabel, i.name},
+                                      {kAkriTargetNodeLabel, options_.node},
+                                      {kManagedByLabel, kManagedByValue}});
+    if (!nodeUid_.empty()) {
+        // The garbage collector removes the broker with its node.
+        metadata["ownerReferences"] = json::array{
+            json::object{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", options_.node}, {"uid", nodeUid_}}};
+    }
+    json::object pod{
+        {"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(metadata)}, {"spec", std::move(spec)}};
+    out["pods/" + name] = {collectionPath("v1", options_.namespaceName, "pods"), name, std::move(pod)};
+}
+
+void Brokers::addJob(std::map<std::string, Wanted>& out, const Configuration& c,
+                     const InstanceView& i) const {
+    const std::string name = brokerJobName(i.name, c.brokerJobSpec);
+    json::object spec = parsedObject(c.brokerJobSpec);
+    const std::map<std::string, std::string> labels = {{kAkriControllerLabel, kAkriControllerValue},
+                                                       {kAkriConfigurationLabel, c.name},
+                                                       {kAkriInstanceLabel, i.name}};
+    json::value& templ = spec["template"];
+    if (!templ.is_object()) templ = json::object{};
+    json::value& podMetadata = templ.as_object()["metadata"];
+    if (!podMetadata.is_object()) podMetadata = json::object{};
+    json::value& podLabels = podMetadata.as_object()["labels"];
+    if (!podLabels.is_object()) podLabels = json::object{};
+    for (const auto& [key, value] : labels) podLabels.as_object()[key] = value;
+    if (json::value* podSpec = templ.as_object().if_contains("spec"); podSpec && podSpec->is_object())
+        replacePlaceholders(podSpec->as_object(), inventory_.instanceResource(i.name));
+    json::object metadata;
+    metadata["name"] = name;
+    metadata["namespace"] = options_.namespaceName;
+    json::object jobLabels = labelObject(labels);
+    jobLabels[kManagedByLabel] = kManagedByValue;
+    metadata["labels"] = std::move(jobLabels);
+    json::object job{{"apiVersion", "batch/v1"},
+                     {"kind", "Job"},
+                     {"metadata", std::move(metadata)},
+                     {"spec", std::move(spec)}};
+    out["jobs/" + name] = {collectionPath("batch/v1", options_.namespaceName, "jobs"), name, std::move(job)};
+}
+
+void Brokers::addService(std::map<std::string, Wanted>& out, const std::string& name,
+                         const std::string& specJson, const std::map<std::string, std::string>& labels,
+                         const std::string& selectorKey, const std::string& selectorValue) const {
+    json::object spec = parsedObject(specJson);
+    // As Akri: the Service selects the brokers of its instance or configuration.
+    spec["selector"] = json::object{{selectorKey, selectorValue}};
+    json::object allLabels = labelObject(labels);
+    allLabels["app"] = name;
+    allLabels[kAkriControllerLabel] = kAkriControllerValue;
+    allLabels[kManagedByLabel] = kManagedByValue;
+    json::object metadata{
+        {"name", name}, {"namespace", options_.namespaceName}, {"labels", std::move(allLabels)}};
+    json::object service{{"apiVersion", "v1"},
+                         {"kind", "Service"},
+                         {"metadata", std::move(metadata)},
+                         {"spec", std::move(spec)}};
+    out["services/" + name] = {collectionPath("v1", options_.namespaceName, "services"), name,
+                               std::move(service)};
+}
+
+void Brokers::reconcile() {
+    if (!nodeRead_) return;  // readNode() reconciles once it knows the owner
+    const std::map<std::string, Wanted> wanted = this->wanted();
+    const std::string manager = "devlet-" + options_.node;
+    for (const auto& [key, object] : wanted) {
+        const std::string body = json::serialize(object.body);
+        auto applied = applied_.find(key);
+        if ((applied != applied_.end() && applied->second == body) || inFlight_.count(key)) continue;
+        inFlight_.insert(key);
+        const std::string path = object.collection + "/" + object.name;
+        paths_[key] = path;
+        client_.apply(path, object.body, manager, true,
+                      [this, key, body, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
+                          if (auto a = alive.lock(); !a || !*a) return;
+                          inFlight_.erase(key);
+                          if (result.ok()) {
+                              if (!applied_.count(key)) log.info() << "applied " << key;
+                              applied_[key] = body;
+                              ++state_.applies;
+                              state_.lastError.clear();
+                          } else {
+                              state_.lastError = "apply " + key + ": " + result.describe();
+                              log.warning() << state_.lastError;
+                              retryLater();
+                          }
+                          changed();
+                          inventoryChanged();  // what is wanted may have moved meanwhile
+                      });
+    }
+    std::set<std::string> doomed;
+    for (const auto& [key, body] : applied_) {
+        if (!wanted.count(key)) doomed.insert(key);
+    }
+    // Broker Pods of this node that nothing here applied (left from before a restart):
+    // deleted once their configuration's probe has reported, so a restart does not
+    // replace a running broker.
+    if (pods_ && pods_->state().synced) {
+        std::map<std::string, const ConfigurationView*> reported;
+        const std::vector<ConfigurationView> views = inventory_.view();
+        for (const ConfigurationView& view : views) reported[view.configuration.name] = &view;
+        for (const auto& [name, pod] : pods_->objects()) {
+            const std::string key = "pods/" + name;
+            if (wanted.count(key) || applied_.count(key)) continue;
+            auto found = reported.find(labelOf(pod, kAkriConfigurationLabel));
+            const bool probeSpoke = found == reported.end() ||
+                                    found->second->configuration.brokerPodSpec.empty() ||
+                                    found->second->discovery.scans > 0;
+            if (!probeSpoke) continue;
+            doomed.insert(key);
+            paths_[key] = collectionPath("v1", options_.namespaceName, "pods") + "/" + name;
+        }
+    }
+    for (const std::string& key : doomed) {
+        if (inFlight_.count(key)) continue;
+        inFlight_.insert(key);
+        client_.remove(paths_[key], {}, [this, key, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
+            if (auto a = alive.lock(); !a || !*a) return;
+            inFlight_.erase(key);
+            if (result.ok() || result.notFound()) {
+                log.info() << "deleted " << key;
+                applied_.erase(key);
+                ++state_.deletes;
+                state_.lastError.clear();
+            } else {
+                state_.lastError = "delete " + key + ": " + result.describe();
+                log.warning() << state_.lastError;
+                retryLater();
+            }
+            changed();
+            inventoryChanged();
+        });
+    }
+    state_.applied = applied_.size();
+}
+
+void Brokers::retryLater() {
+    retryTimer_.expires_after(options_.retryInterval);
+    retryTimer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](boost::system::error_code ec) {
+        if (auto a = alive.lock(); !ec && a && *a) reconcile();
+    });
+}
+
+void Brokers::objectGone(const std::string& resource, const boost::json::object& object) {
+    // Deleted by someone else (a user, another node withdrawing a shared Service): applied
+    // again if still wanted.
+    if (applied_.erase(resource + "/" + objectName(object))) inventoryChanged();
+    changed();
+}
+
+std::vector<Brokers::Broker> Brokers::brokers() const {
+    std::vector<Broker> out;
+    if (!pods_) return out;
+    for (const auto& [name, pod] : pods_->objects()) {
+        Broker broker;
+        broker.pod = name;
+        broker.configuration = labelOf(pod, kAkriConfigurationLabel);
+        broker.instance = labelOf(pod, kAkriInstanceLabel);
+        const json::value value = pod;
+        broker.phase = stringAt(value, {"status", "phase"});
+        broker.reason = stringAt(value, {"status", "reason"});
+        const json::value* status = pod.if_contains("status");
+        const json::value* statuses =
+            status && status->is_object() ? status->as_object().if_contains("containerStatuses") : nullptr;
+        if (statuses && statuses->is_array() && broker.reason.empty()) {
+            for (const json::value& status : statuses->as_array()) {
+                std::string why = stringAt(status, {"state", "waiting", "reason"});
+                if (why.empty()) why = stringAt(status, {"state", "terminated", "reason"});
+                if (!why.empty()) {
+                    broker.reason = why;
+                    break;
+                }
+            }
+        }
+        out.push_back(std::move(broker));
+    }
+    return out;
+}
+
+void Brokers::changed() {
+    state_.applied = applied_.size();
+    if (stateChanged_) stateChanged_();
+}
+
+}  // namespace devlet::kube
