@@ -1,0 +1,297 @@
+// Akri's brokers and services in cluster mode: two real daemons (their own node names,
+// kubelet simulators and state) against one Kubernetes API double. A shared debugEcho
+// camera both nodes see, with a broker Pod spec and both Service specs, gets a broker Pod
+// per node and its Services, named and labelled as Akri names them; a restart applies
+// them again and changes nothing; a camera that goes away takes its brokers and Services
+// with it; a configuration that drops its brokerSpec takes its Pods away.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "tests/cluster/kube_double_fixture.h"
+#include "tests/integration/fixture.h"
+
+namespace devlet::test {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+const std::vector<std::string> kNodes = {"node-a", "node-b"};
+
+constexpr char kBrokerSpec[] = R"(  brokerSpec:
+    brokerPodSpec:
+      containers:
+      - name: broker
+        image: "nginx:stable-alpine"
+        resources:
+          requests:
+            "{{PLACEHOLDER}}": "1"
+            memory: 10Mi
+          limits:
+            "{{PLACEHOLDER}}": "1"
+)";
+constexpr char kServiceSpecs[] = R"(  instanceServiceSpec:
+    type: ClusterIP
+    ports:
+    - name: stream
+      port: 6052
+      targetPort: 6052
+  configurationServiceSpec:
+    ports:
+    - name: stream
+      port: 6052
+  devlet:
+    removalGracePeriodSeconds: 1
+)";
+
+struct Node {
+    std::string name;
+    std::string uid;  // its Node object's
+    std::unique_ptr<DaemonProcess> daemon;
+    std::unique_ptr<KubeletSimulator> kubelet;
+};
+
+class ClusterBrokersTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        try {
+            api_ = std::make_unique<KubeApiDouble>(dir_.dir("api"));
+        } catch (const std::exception& e) {
+            GTEST_SKIP() << "the Kubernetes API double cannot start: " << e.what();
+        }
+        for (const std::string& name : kNodes) {
+            Node node;
+            node.name = name;
+            const auto made =
+                api_->request("POST", "/api/v1/nodes",
+                              R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + name + R"("}})");
+            ASSERT_EQ(made.status, 201) << made.body;
+            node.uid = std::string(json::parse(made.body).at("metadata").at("uid").as_string());
+            node.daemon = std::make_unique<DaemonProcess>(dir_.dir(name));
+            node.kubelet = std::make_unique<KubeletSimulator>(node.daemon->devicePluginDir(),
+                                                              node.daemon->podResourcesSocket());
+            const auto kubeconfig =
+                api_->writeKubeconfig(dir_.path() / (name + ".kubeconfig"), api_->token());
+            writeFile(node.daemon->settingsFile(),
+                      "kubelet:\n  podResourcesIntervalSeconds: 0.2\n  slotReleaseGraceSeconds: 0.5\n"
+                      "cluster:\n  kubeconfig: " +
+                          kubeconfig.string() + "\n  namespace: devlet\n  leaseDurationSeconds: 2\n");
+            writeCameras(node, true);
+            nodes_.push_back(std::move(node));
+        }
+        // A device only node-a has: its broker Pod carries no node name.
+        writeFile(nodes_[0].daemon->confDir() / "local.yaml",
+                  echoDevicesConfiguration("local", "dev0", 1, "      shared: false\n", kBrokerSpec));
+        for (Node& node : nodes_) {
+            ASSERT_TRUE(node.kubelet->start());
+            startDaemon(node);
+        }
+    }
+
+    void TearDown() override {
+        if (HasFailure()) {
+            for (Node& node : nodes_) std::cerr << "--- " << node.name << " ---\n" << node.daemon->log();
+        }
+    }
+
+    std::filesystem::path availability(const Node& node) const {
+        return dir_.path() / (node.name + ".avail");
+    }
+
+    void writeCameras(const Node& node, bool withBroker) {
+        writeFile(node.daemon->confDir() / "cams.yaml",
+                  echoDevicesConfiguration(
+                      "cams", "cam0", 2,
+                      "      shared: true\n      availabilityFile: " + availability(node).string() + "\n",
+                      std::string(withBroker ? kBrokerSpec : "") + kServiceSpecs));
+    }
+
+    static void startDaemon(Node& node) { node.daemon->start({"--node-name", node.name}); }
+
+    // The objects of a kind in the devlet namespace, by name.
+    std::map<std::string, json::object> objects(const std::string& collection) const {
+        std::map<std::string, json::object> result;
+        const auto answer = api_->request("GET", collection);
+        boost::system::error_code ec;
+        const json::value doc = json::parse(answer.body, ec);
+        if (ec || !doc.is_object()) return result;
+        for (const json::value& item : doc.at("items").as_array()) {
+            result[std::string(item.at("metadata").at("name").as_string())] = item.as_object();
+        }
+        return result;
+    }
+    std::map<std::string, json::object> pods() const { return objects("/api/v1/namespaces/devlet/pods"); }
+    std::map<std::string, json::object> services() const {
+        return objects("/api/v1/namespaces/devlet/services");
+    }
+    static std::set<std::string> names(const std::map<std::string, json::object>& objects) {
+        std::set<std::string> result;
+        for (const auto& [name, object] : objects) result.insert(name);
+        return result;
+    }
+
+    static bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds limit = 30s) {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (done()) return true;
+            std::this_thread::sleep_for(100ms);
+        }
+        return done();
+    }
+
+    static std::string label(const json::object& object, const std::string& key) {
+        const json::value* value = object.at("metadata").at("labels").as_object().if_contains(key);
+        return value ? std::string(value->as_string()) : std::string();
+    }
+
+    // The camera's instance name: the label on any of its broker Pods.
+    std::string cameraInstance() const {
+        for (const auto& [name, pod] : pods()) {
+            if (label(pod, "akri.sh/configuration") == "cams") return label(pod, "akri.sh/instance");
+        }
+        return {};
+    }
+    std::string localInstance() const {
+        for (const auto& [name, pod] : pods()) {
+            if (label(pod, "akri.sh/configuration") == "local") return label(pod, "akri.sh/instance");
+        }
+        return {};
+    }
+
+    // Waits until the three Pods and two Services are there; returns the camera's instance.
+    std::string waitForEverything() {
+        std::string camera;
+        std::string local;
+        EXPECT_TRUE(waitUntil([&] {
+            camera = cameraInstance();
+            local = localInstance();
+            return !camera.empty() && !local.empty() && pods().size() == 3 && services().size() == 2;
+        })) << "pods: "
+            << names(pods()).size() << ", services: " << names(services()).size();
+        return camera;
+    }
+
+    TempDir dir_;
+    std::unique_ptr<KubeApiDouble> api_;
+    std::vector<Node> nodes_;
+};
+
+TEST_F(ClusterBrokersTest, BrokersAndServicesHaveAkriNamesLabelsNodesAndOwners) {
+    const std::string camera = waitForEverything();
+    ASSERT_FALSE(camera.empty());
+    const std::string local = localInstance();
+    EXPECT_EQ(names(pods()), (std::set<std::string>{"node-a-" + camera + "-pod", "node-b-" + camera + "-pod",
+                                                    local + "-pod"}));
+    EXPECT_EQ(names(services()), (std::set<std::string>{camera + "-svc", "cams-svc"}));
+
+    for (const Node& node : nodes_) {
+        const std::string name = node.name + "-" + camera + "-pod";
+        const json::object pod = pods().at(name);
+        EXPECT_EQ(label(pod, "app"), name);
+        EXPECT_EQ(label(pod, "controller"), "akri.sh");
+        EXPECT_EQ(label(pod, "akri.sh/configuration"), "cams");
+        EXPECT_EQ(label(pod, "akri.sh/instance"), camera);
+        EXPECT_EQ(label(pod, "akri.sh/target-node"), node.name);
+        EXPECT_EQ(pod.at("spec").at("nodeName").as_string(), node.name);
+        const json::object& resources =
+            pod.at("spec").at("containers").as_array()[0].at("resources").as_object();
+        EXPECT_EQ(resources.at("limits").at("akri.sh/" + camera).as_string(), "1");
+        EXPECT_EQ(resources.at("requests").at("akri.sh/" + camera).as_string(), "1");
+        EXPECT_EQ(resources.at("requests").at("memory").as_string(), "10Mi");
+        EXPECT_FALSE(resources.at("limits").as_object().contains("{{PLACEHOLDER}}"));
+        const json::array& owners = pod.at("metadata").at("ownerReferences").as_array();
+        ASSERT_EQ(owners.size(), 1u);
+        EXPECT_EQ(owners[0].at("kind").as_string(), "Node");
+        EXPECT_EQ(owners[0].at("name").as_string(), node.name);
+        EXPECT_EQ(owners[0].at("uid").as_string(), node.uid);
+    }
+    EXPECT_EQ(pods().at(local + "-pod").at("spec").at("nodeName").as_string(), "node-a");
+
+    const json::object instanceService = services().at(camera + "-svc");
+    EXPECT_EQ(instanceService.at("spec").at("selector"), (json::object{{"akri.sh/instance", camera}}));
+    EXPECT_EQ(label(instanceService, "app"), camera + "-svc");
+    EXPECT_EQ(label(instanceService, "controller"), "akri.sh");
+    EXPECT_EQ(instanceService.at("spec").at("ports").as_array()[0].at("port").as_int64(), 6052);
+    const json::object configurationService = services().at("cams-svc");
+    EXPECT_EQ(configurationService.at("spec").at("selector"),
+              (json::object{{"akri.sh/configuration", "cams"}}));
+
+    // Every apply was server-side, under the node's own field manager.
+    std::set<std::string> managers;
+    for (const auto& [name, pod] : pods()) {
+        for (const json::value& entry : pod.at("metadata").at("managedFields").as_array())
+            managers.insert(std::string(entry.at("manager").as_string()));
+    }
+    EXPECT_EQ(managers, (std::set<std::string>{"devlet-node-a", "devlet-node-b"}));
+}
+
+TEST_F(ClusterBrokersTest, RestartAppliesAgainAndChangesNothing) {
+    ASSERT_FALSE(waitForEverything().empty());
+    auto versions = [&] {
+        std::map<std::string, std::string> result;
+        for (const auto& [name, o] : pods())
+            result[name] = std::string(o.at("metadata").at("uid").as_string()) + "@" +
+                           std::string(o.at("metadata").at("resourceVersion").as_string());
+        for (const auto& [name, o] : services())
+            result[name] = std::string(o.at("metadata").at("uid").as_string()) + "@" +
+                           std::string(o.at("metadata").at("resourceVersion").as_string());
+        return result;
+    };
+    const auto before = versions();
+    ASSERT_EQ(api_->control("DELETE", "requests").status, 200);
+    for (Node& node : nodes_) {
+        node.daemon->kill9();
+        startDaemon(node);
+    }
+    // Each node applies its Pods and Services again after the restart.
+    auto applies = [&] {
+        const auto answer = api_->control("GET", "requests");
+        const json::value doc = json::parse(answer.body);
+        const json::value* pods = doc.at("counts").as_object().if_contains("patch pods");
+        const json::value* services = doc.at("counts").as_object().if_contains("patch services");
+        return (pods ? pods->to_number<int>() : 0) + (services ? services->to_number<int>() : 0);
+    };
+    // node-a: two Pods and two Services; node-b: one Pod and two Services.
+    ASSERT_TRUE(waitUntil([&] { return applies() >= 7; })) << applies();
+    EXPECT_EQ(versions(), before) << "the same apply again changes nothing";
+}
+
+TEST_F(ClusterBrokersTest, DeviceGoneTakesItsBrokersAndServices) {
+    const std::string camera = waitForEverything();
+    ASSERT_FALSE(camera.empty());
+    const std::string local = localInstance();
+    writeFile(availability(nodes_[0]), "OFFLINE\n");
+    ASSERT_TRUE(waitUntil([&] { return !pods().count("node-a-" + camera + "-pod"); }))
+        << names(pods()).size();
+    // node-b still sees the camera: its broker and the Services stay (or come back).
+    ASSERT_TRUE(waitUntil([&] { return services().size() == 2; }));
+    EXPECT_TRUE(pods().count("node-b-" + camera + "-pod"));
+    EXPECT_TRUE(pods().count(local + "-pod"));
+
+    writeFile(availability(nodes_[1]), "OFFLINE\n");
+    ASSERT_TRUE(waitUntil([&] { return names(pods()) == std::set<std::string>{local + "-pod"}; }))
+        << names(pods()).size();
+    ASSERT_TRUE(waitUntil([&] { return services().empty(); })) << names(services()).size();
+}
+
+TEST_F(ClusterBrokersTest, ConfigurationWithoutBrokerSpecLosesItsPods) {
+    const std::string camera = waitForEverything();
+    ASSERT_FALSE(camera.empty());
+    const std::string local = localInstance();
+    for (Node& node : nodes_) writeCameras(node, false);
+    ASSERT_TRUE(waitUntil([&] { return names(pods()) == std::set<std::string>{local + "-pod"}; }))
+        << names(pods()).size();
+    EXPECT_EQ(names(services()), (std::set<std::string>{camera + "-svc", "cams-svc"}));
+}
+
+}  // namespace
+}  // namespace devlet::test
