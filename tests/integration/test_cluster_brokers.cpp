@@ -232,6 +232,9 @@ TEST_F(ClusterBrokersTest, BrokersAndServicesHaveAkriNamesLabelsNodesAndOwners) 
             managers.insert(std::string(entry.at("manager").as_string()));
     }
     EXPECT_EQ(managers, (std::set<std::string>{"devlet-node-a", "devlet-node-b"}));
+    // Used, so not warned about as it is without cluster mode.
+    for (const Node& node : nodes_)
+        EXPECT_EQ(node.daemon->log().find("only in cluster mode"), std::string::npos) << node.name;
 }
 
 TEST_F(ClusterBrokersTest, RestartAppliesAgainAndChangesNothing) {
@@ -291,6 +294,47 @@ TEST_F(ClusterBrokersTest, ConfigurationWithoutBrokerSpecLosesItsPods) {
     ASSERT_TRUE(waitUntil([&] { return names(pods()) == std::set<std::string>{local + "-pod"}; }))
         << names(pods()).size();
     EXPECT_EQ(names(services()), (std::set<std::string>{camera + "-svc", "cams-svc"}));
+}
+
+TEST_F(ClusterBrokersTest, BrokerJobSpecMakesOneJobPerInstance) {
+    ASSERT_FALSE(waitForEverything().empty());
+    const auto jobsFile = nodes_[0].daemon->confDir() / "jobs.yaml";
+    writeFile(jobsFile, echoDevicesConfiguration("jobs", "task0", 1, "      shared: false\n",
+                                                 "  brokerSpec:\n"
+                                                 "    brokerJobSpec:\n"
+                                                 "      template:\n"
+                                                 "        spec:\n"
+                                                 "          restartPolicy: Never\n"
+                                                 "          containers:\n"
+                                                 "          - name: task\n"
+                                                 "            image: busybox\n"
+                                                 "            resources:\n"
+                                                 "              limits:\n"
+                                                 "                \"{{PLACEHOLDER}}\": \"1\"\n"));
+    std::map<std::string, json::object> jobs;
+    ASSERT_TRUE(waitUntil([&] {
+        jobs = objects("/apis/batch/v1/namespaces/devlet/jobs");
+        return jobs.size() == 1;
+    }));
+    const auto& [name, job] = *jobs.begin();
+    const std::string instance = label(job, "akri.sh/instance");
+    ASSERT_EQ(name.rfind(instance + "-", 0), 0u) << name;
+    EXPECT_EQ(name.size(), instance.size() + 1 + 8 + 4) << name << ": <instance>-<8 hex>-job";
+    EXPECT_EQ(name.substr(name.size() - 4), "-job");
+    EXPECT_EQ(label(job, "akri.sh/configuration"), "jobs");
+    const json::object& podTemplate = job.at("spec").at("template").as_object();
+    EXPECT_EQ(podTemplate.at("metadata").at("labels").at("akri.sh/instance").as_string(), instance);
+    EXPECT_EQ(podTemplate.at("spec")
+                  .at("containers")
+                  .as_array()[0]
+                  .at("resources")
+                  .at("limits")
+                  .at("akri.sh/" + instance)
+                  .as_string(),
+              "1");
+
+    std::filesystem::remove(jobsFile);
+    ASSERT_TRUE(waitUntil([&] { return objects("/apis/batch/v1/namespaces/devlet/jobs").empty(); }));
 }
 
 }  // namespace
