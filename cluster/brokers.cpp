@@ -397,6 +397,10 @@ std::vector<Brokers::Broker> Brokers::brokers() const {
                 }
             }
         }
+        static const std::set<std::string> kCannotStart = {
+            "CrashLoopBackOff",           "ErrImagePull",        "ImagePullBackOff", "InvalidImageName",
+            "CreateContainerConfigError", "CreateContainerError"};
+        broker.failed = broker.phase == "Failed" || kCannotStart.count(broker.reason) > 0;
         out.push_back(std::move(broker));
     }
     return out;

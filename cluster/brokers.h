@@ -52,6 +52,8 @@ public:
         std::string instance;
         std::string phase;   // Pending, Running, Succeeded, Failed, Unknown; "" before the API says
         std::string reason;  // why it failed or waits (a container's waiting/terminated reason)
+        // Failed, or a container that cannot start (CrashLoopBackOff, an image that cannot be pulled)
+        bool failed = false;
         bool operator==(const Broker&) const = default;
     };
     struct State {

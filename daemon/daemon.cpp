@@ -473,6 +473,14 @@ void Daemon::clusterStateChanged() {
     if (inventory_) updateStatus();
 }
 
+std::string Daemon::brokersSummary() const {
+    if (!brokers_) return "";
+    std::string summary = "/" + brokers_->state().lastError + "/" + brokers_->state().ownerProblem;
+    for (const kube::Brokers::Broker& b : brokers_->brokers())
+        summary += "/" + b.pod + ":" + b.phase + ":" + b.reason + ":" + b.instance;
+    return summary;
+}
+
 std::string Daemon::clusterSummary() const {
     if (!slotLeases_ || !slotLeases_->watch()) return "";
     const kube::Informer::State& state = *slotLeases_->watch();
@@ -480,7 +488,7 @@ std::string Daemon::clusterSummary() const {
     return std::to_string(clusterReachable_) + std::to_string(state.watchCurrent) + state.lastError + "/" +
            std::to_string(leases.held) + "/" + std::to_string(leases.seen) + "/" +
            std::to_string(leases.elsewhere) + "/" + std::to_string(leases.taken) + "/" +
-           std::to_string(leases.refused) + leases.lastError;
+           std::to_string(leases.refused) + leases.lastError + brokersSummary();
 }
 
 // ---------------------------------------------------------------------------
@@ -566,6 +574,12 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
         c.reachable = clusterReachable_;
         c.watchCurrent = watch.watchCurrent;
         c.lastError = watch.lastError;
+        if (brokers_) {
+            for (const kube::Brokers::Broker& b : brokers_->brokers())
+                c.brokers.push_back({b.pod, b.configuration, b.instance, b.phase, b.reason, b.failed});
+            c.brokersError = brokers_->state().lastError.empty() ? brokers_->state().ownerProblem
+                                                                 : brokers_->state().lastError;
+        }
     }
 
     if (!inventory_) return snapshot;

@@ -65,6 +65,7 @@ private:
     void startBrokers();
     void clusterStateChanged();
     std::string clusterSummary() const;
+    std::string brokersSummary() const;
     void reloadConfigurations();
     void scheduleReload();
     void restartProbes(const std::vector<Configuration>& configurations);

@@ -124,7 +124,10 @@ function render(s) {
       + (k.podResourcesError ? "; PodResources: " + k.podResourcesError : "")
       + (!s.cluster || !s.cluster.enabled ? ""
          : (s.cluster.reachable ? "; cluster API reachable" : "; cluster API unreachable" + (s.cluster.lastError ? ": " + s.cluster.lastError : ""))
-           + "; " + s.cluster.leasesHeld + " Leases held here, " + s.cluster.slotsHeldElsewhere + " shared slots held on other nodes");
+           + "; " + s.cluster.leasesHeld + " Leases held here, " + s.cluster.slotsHeldElsewhere + " shared slots held on other nodes"
+           + (s.cluster.brokers && s.cluster.brokers.length ? "; " + s.cluster.brokers.length + " broker pod(s)" : "")
+           + (s.cluster.brokers || []).filter(b => b.failed).map(b => "; broker " + b.pod + " failed" + (b.reason ? ": " + b.reason : "")).join("")
+           + (s.cluster.brokersError ? "; brokers: " + s.cluster.brokersError : ""));
   document.getElementById("ready").textContent = s.summary.ready ? "ready" : "not ready: " + s.summary.notReadyReasons.join("; ");
   document.getElementById("errors").replaceChildren(
     ...s.daemon.configurationErrors.map(e => el("li", {class: "error"}, "configuration error: " + e)));

@@ -268,6 +268,19 @@ json::object clusterJson(const StatusSnapshot& s, const json::storage_ptr& sp) {
         o["slotsHeldElsewhere"] = c.slotsElsewhere;
         o["leasesTaken"] = c.leasesTaken;
         o["allocationsRefused"] = c.allocationsRefused;
+        json::array brokers(sp);
+        for (const BrokerStatus& b : c.brokers) {
+            json::object broker(sp);
+            broker["pod"] = b.pod;
+            broker["configuration"] = b.configuration;
+            broker["instance"] = b.instance;
+            broker["phase"] = stringOrNull(b.phase, sp);
+            broker["reason"] = stringOrNull(b.reason, sp);
+            broker["failed"] = b.failed;
+            brokers.push_back(std::move(broker));
+        }
+        o["brokers"] = std::move(brokers);
+        o["brokersError"] = stringOrNull(c.brokersError, sp);
     }
     return o;
 }

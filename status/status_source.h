@@ -77,6 +77,16 @@ struct KubeletStatus {
 };
 
 // Cluster mode (docs/cluster.md): whether the Kubernetes API server answers.
+// A broker Pod of this node (docs/cluster.md#brokers-and-services), as the API shows it.
+struct BrokerStatus {
+    std::string pod;
+    std::string configuration;
+    std::string instance;
+    std::string phase;   // Pending, Running, Succeeded, Failed; empty before the API says
+    std::string reason;  // why it failed or waits
+    bool failed = false;
+};
+
 struct ClusterStatus {
     bool enabled = false;  // a kubeconfig is set
     std::string server;
@@ -89,6 +99,8 @@ struct ClusterStatus {
     std::size_t slotsElsewhere = 0;        // shared slots other nodes hold now
     std::uint64_t leasesTaken = 0;         // Leases taken by Allocate since start
     std::uint64_t allocationsRefused = 0;  // Allocate calls refused for a slot held elsewhere or the API
+    std::vector<BrokerStatus> brokers;     // by Pod name
+    std::string brokersError;              // the last failed apply or delete, or why Pods have no owner
 };
 
 struct DaemonStatus {

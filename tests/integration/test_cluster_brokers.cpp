@@ -18,6 +18,7 @@
 
 #include "tests/cluster/kube_double_fixture.h"
 #include "tests/integration/fixture.h"
+#include "tests/status/status_test_support.h"
 
 namespace devlet::test {
 namespace {
@@ -335,6 +336,37 @@ TEST_F(ClusterBrokersTest, BrokerJobSpecMakesOneJobPerInstance) {
 
     std::filesystem::remove(jobsFile);
     ASSERT_TRUE(waitUntil([&] { return objects("/apis/batch/v1/namespaces/devlet/jobs").empty(); }));
+}
+
+TEST_F(ClusterBrokersTest, FailedBrokerShowsInTheStatusApi) {
+    const std::string camera = waitForEverything();
+    ASSERT_FALSE(camera.empty());
+    const std::string pod = "node-a-" + camera + "-pod";
+    // The kubelet's verdict, as it would write it when the broker's slot is held elsewhere.
+    const auto patched = api_->request("PATCH", "/api/v1/namespaces/devlet/pods/" + pod + "/status",
+                                       R"({"status":{"phase":"Failed","reason":"UnexpectedAdmissionError"}})",
+                                       "application/merge-patch+json");
+    ASSERT_EQ(patched.status, 200) << patched.body;
+
+    unsigned short port = 0;
+    ASSERT_TRUE(waitUntil([&] { return (port = statusPortFromLog(nodes_[0].daemon->log())) != 0; }));
+    json::object broker;
+    ASSERT_TRUE(waitUntil([&] {
+        const status::HttpAnswer answer = httpGet(port, "/api/v1/status");
+        boost::system::error_code ec;
+        const json::value doc = json::parse(answer.body, ec);
+        if (ec || !doc.is_object()) return false;
+        const json::value* brokers = doc.at("cluster").as_object().if_contains("brokers");
+        if (!brokers) return false;
+        for (const json::value& b : brokers->as_array()) {
+            if (b.at("pod").as_string() == pod && b.at("failed").as_bool()) broker = b.as_object();
+        }
+        return !broker.empty();
+    }));
+    EXPECT_EQ(broker.at("phase").as_string(), "Failed");
+    EXPECT_EQ(broker.at("reason").as_string(), "UnexpectedAdmissionError");
+    EXPECT_EQ(broker.at("instance").as_string(), camera);
+    EXPECT_EQ(broker.at("configuration").as_string(), "cams");
 }
 
 }  // namespace
