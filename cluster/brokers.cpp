@@ -115,6 +115,12 @@ Brokers::~Brokers() {
 }
 
 void Brokers::start() {
+    started_ = true;
+    inventoryChanged();
+}
+
+void Brokers::startWatching() {
+    watching_ = true;
     auto informer = [this](const std::string& groupVersion, const std::string& resource,
                            const std::string& selector) {
         Informer::Handlers handlers;
@@ -285,8 +291,14 @@ void Brokers::addService(std::map<std::string, Wanted>& out, const std::string& 
 }
 
 void Brokers::reconcile() {
-    if (!nodeRead_) return;  // readNode() reconciles once it knows the owner
+    if (!started_) return;
     const std::map<std::string, Wanted> wanted = this->wanted();
+    if (!watching_) {
+        // No configuration asks for a broker or service: nothing is asked of the API.
+        if (!wanted.empty()) startWatching();
+        return;
+    }
+    if (!nodeRead_) return;  // readNode() reconciles once it knows the owner
     const std::string manager = "devlet-" + options_.node;
     for (const auto& [key, object] : wanted) {
         const std::string body = json::serialize(object.body);

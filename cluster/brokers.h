@@ -69,8 +69,8 @@ public:
     Brokers(const Brokers&) = delete;
     Brokers& operator=(const Brokers&) = delete;
 
-    // Reads the Node (the Pods' owner), watches the objects and applies what the inventory
-    // offers.
+    // From the first object the inventory's configurations ask for on: reads the Node (the
+    // Pods' owner), watches the objects and applies what the inventory offers.
     void start();
     void stop();
     // The inventory's instances or configurations changed: reconciled after the work at hand.
@@ -93,6 +93,8 @@ private:
     void addService(std::map<std::string, Wanted>& out, const std::string& name, const std::string& spec,
                     const std::map<std::string, std::string>& labels, const std::string& selectorKey,
                     const std::string& selectorValue) const;
+    // The watches and the Node's read, from the first object wanted on.
+    void startWatching();
     void readNode();
     void reconcile();
     void retryLater();
@@ -104,6 +106,8 @@ private:
     const Inventory& inventory_;
     Options options_;
     std::string nodeUid_;
+    bool started_ = false;
+    bool watching_ = false;
     bool nodeRead_ = false;
     bool reconcileScheduled_ = false;
     std::map<std::string, std::string> applied_;  // key -> the body last applied (serialized)
