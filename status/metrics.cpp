@@ -1,5 +1,6 @@
 #include "status/metrics.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -191,6 +192,14 @@ std::string inventoryMetricsText(const StatusSnapshot& s) {
         e.family("devlet_cluster_slots_held_elsewhere", "gauge",
                  "Slots of shared devices other nodes hold now: listed Unhealthy here.");
         e.sample("devlet_cluster_slots_held_elsewhere", static_cast<double>(s.cluster.slotsElsewhere));
+        e.family("devlet_cluster_broker_pods", "gauge",
+                 "This node's broker Pods (brokerSpec.brokerPodSpec).");
+        e.sample("devlet_cluster_broker_pods", static_cast<double>(s.cluster.brokers.size()));
+        e.family("devlet_cluster_broker_pods_failed", "gauge",
+                 "This node's broker Pods that failed or whose container cannot start.");
+        e.sample("devlet_cluster_broker_pods_failed",
+                 static_cast<double>(std::count_if(s.cluster.brokers.begin(), s.cluster.brokers.end(),
+                                                   [](const BrokerStatus& b) { return b.failed; })));
     }
 
     e.family("devlet_configurations", "gauge", "Configurations running.");

@@ -367,6 +367,8 @@ TEST_F(ClusterBrokersTest, FailedBrokerShowsInTheStatusApi) {
     EXPECT_EQ(broker.at("reason").as_string(), "UnexpectedAdmissionError");
     EXPECT_EQ(broker.at("instance").as_string(), camera);
     EXPECT_EQ(broker.at("configuration").as_string(), "cams");
+    const std::string metrics = httpGet(port, "/metrics").body;
+    EXPECT_NE(metrics.find("devlet_cluster_broker_pods_failed 1"), std::string::npos) << metrics;
 }
 
 }  // namespace
