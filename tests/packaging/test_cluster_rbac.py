@@ -17,8 +17,13 @@ except ImportError:
 SOURCE = os.environ.get("DEVLET_SOURCE_ROOT", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 MANIFEST = os.path.join(SOURCE, "packaging", "cluster", "rbac.yaml")
 
-# What devlet calls, by (API group, resource): slot_leases.cpp's Lease calls.
-CALLED = {("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update", "delete"}}
+# What devlet calls, by (API group, resource): slot_leases.cpp's Lease calls and
+# brokers.cpp's (server-side apply: patch, and create for a new object). brokers.cpp's
+# `get` of the node's Node needs a ClusterRole and is left out: without it broker Pods have
+# no owner.
+BROKER_VERBS = {"list", "watch", "create", "patch", "delete"}
+CALLED = {("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update", "delete"},
+          ("", "pods"): BROKER_VERBS, ("", "services"): BROKER_VERBS, ("batch", "jobs"): BROKER_VERBS}
 NAMESPACE = "devlet"
 ACCOUNT = "devlet-node"
 
