@@ -189,9 +189,9 @@ void Brokers::inventoryChanged() {
     });
 }
 
-std::map<std::string, Brokers::Wanted> Brokers::wanted() const {
+std::map<std::string, Brokers::Wanted> Brokers::wanted(const std::vector<ConfigurationView>& views) const {
     std::map<std::string, Wanted> out;
-    for (const ConfigurationView& view : inventory_.view()) {
+    for (const ConfigurationView& view : views) {
         const Configuration& c = view.configuration;
         if (c.brokerPodSpec.empty() && c.brokerJobSpec.empty() && c.instanceServiceSpec.empty() &&
             c.configurationServiceSpec.empty())
@@ -292,7 +292,8 @@ void Brokers::addService(std::map<std::string, Wanted>& out, const std::string& 
 
 void Brokers::reconcile() {
     if (!started_) return;
-    const std::map<std::string, Wanted> wanted = this->wanted();
+    const std::vector<ConfigurationView> views = inventory_.view();
+    const std::map<std::string, Wanted> wanted = this->wanted(views);
     if (!watching_) {
         // No configuration asks for a broker or service: nothing is asked of the API.
         if (!wanted.empty()) startWatching();
@@ -303,7 +304,11 @@ void Brokers::reconcile() {
     for (const auto& [key, object] : wanted) {
         const std::string body = json::serialize(object.body);
         auto applied = applied_.find(key);
-        if ((applied != applied_.end() && applied->second == body) || inFlight_.count(key)) continue;
+        if (applied != applied_.end() && applied->second == body) continue;
+        if (inFlight_.count(key)) {
+            recheck_ = true;  // looked at again once the call in flight has its answer
+            continue;
+        }
         inFlight_.insert(key);
         const std::string path = object.collection + "/" + object.name;
         paths_[key] = path;
@@ -321,8 +326,7 @@ void Brokers::reconcile() {
                               log.warning() << state_.lastError;
                               retryLater();
                           }
-                          changed();
-                          inventoryChanged();  // what is wanted may have moved meanwhile
+                          answered();
                       });
     }
     std::set<std::string> doomed;
@@ -334,7 +338,6 @@ void Brokers::reconcile() {
     // replace a running broker.
     if (pods_ && pods_->state().synced) {
         std::map<std::string, const ConfigurationView*> reported;
-        const std::vector<ConfigurationView> views = inventory_.view();
         for (const ConfigurationView& view : views) reported[view.configuration.name] = &view;
         for (const auto& [name, pod] : pods_->objects()) {
             const std::string key = "pods/" + name;
@@ -349,7 +352,10 @@ void Brokers::reconcile() {
         }
     }
     for (const std::string& key : doomed) {
-        if (inFlight_.count(key)) continue;
+        if (inFlight_.count(key)) {
+            recheck_ = true;
+            continue;
+        }
         inFlight_.insert(key);
         client_.remove(paths_[key], {}, [this, key, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
             if (auto a = alive.lock(); !a || !*a) return;
@@ -364,11 +370,19 @@ void Brokers::reconcile() {
                 log.warning() << state_.lastError;
                 retryLater();
             }
-            changed();
-            inventoryChanged();
+            answered();
         });
     }
     state_.applied = applied_.size();
+}
+
+void Brokers::answered() {
+    changed();
+    // What is wanted moved while a call was in flight: reconciled once they all answered.
+    if (recheck_ && inFlight_.empty()) {
+        recheck_ = false;
+        inventoryChanged();
+    }
 }
 
 void Brokers::retryLater() {

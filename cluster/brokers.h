@@ -87,7 +87,7 @@ private:
         boost::json::object body;
     };
     // By "<resource>/<name>": every object this node should have applied now.
-    std::map<std::string, Wanted> wanted() const;
+    std::map<std::string, Wanted> wanted(const std::vector<ConfigurationView>& views) const;
     void addPod(std::map<std::string, Wanted>& out, const Configuration& c, const InstanceView& i) const;
     void addJob(std::map<std::string, Wanted>& out, const Configuration& c, const InstanceView& i) const;
     void addService(std::map<std::string, Wanted>& out, const std::string& name, const std::string& spec,
@@ -97,6 +97,7 @@ private:
     void startWatching();
     void readNode();
     void reconcile();
+    void answered();
     void retryLater();
     void objectGone(const std::string& resource, const boost::json::object& object);
     void changed();
@@ -109,6 +110,7 @@ private:
     bool started_ = false;
     bool watching_ = false;
     bool nodeRead_ = false;
+    bool recheck_ = false;  // a reconcile skipped an object whose call was in flight
     bool reconcileScheduled_ = false;
     std::map<std::string, std::string> applied_;  // key -> the body last applied (serialized)
     std::map<std::string, std::string> paths_;    // key -> the object's path, for deletes

@@ -1,9 +1,11 @@
 // Akri's brokers and services in cluster mode: two real daemons (their own node names,
 // kubelet simulators and state) against one Kubernetes API double. A shared debugEcho
 // camera both nodes see, with a broker Pod spec and both Service specs, gets a broker Pod
-// per node and its Services, named and labelled as Akri names them; a restart applies
-// them again and changes nothing; a camera that goes away takes its brokers and Services
-// with it; a configuration that drops its brokerSpec takes its Pods away.
+// per node and its Services, named and labelled as Akri names them, owned by the Node; a
+// restart applies them again and changes nothing; a camera that goes away takes its
+// brokers and Services with it; a configuration that drops its brokerSpec takes its Pods
+// away; a brokerJobSpec makes a Job; a failed broker shows on the status API; with the
+// packaged Role's rights the Pods are made without an owner, and the status says why.
 
 #include <chrono>
 #include <functional>
@@ -63,9 +65,13 @@ struct Node {
 
 class ClusterBrokersTest : public ::testing::Test {
 protected:
+    // The API double's tokens: the first one makes the test's own requests, `nodeToken_`
+    // is the daemons'.
+    virtual KubeApiDouble::Options apiOptions() const { return {}; }
+
     void SetUp() override {
         try {
-            api_ = std::make_unique<KubeApiDouble>(dir_.dir("api"));
+            api_ = std::make_unique<KubeApiDouble>(dir_.dir("api"), apiOptions());
         } catch (const std::exception& e) {
             GTEST_SKIP() << "the Kubernetes API double cannot start: " << e.what();
         }
@@ -80,8 +86,8 @@ protected:
             node.daemon = std::make_unique<DaemonProcess>(dir_.dir(name));
             node.kubelet = std::make_unique<KubeletSimulator>(node.daemon->devicePluginDir(),
                                                               node.daemon->podResourcesSocket());
-            const auto kubeconfig =
-                api_->writeKubeconfig(dir_.path() / (name + ".kubeconfig"), api_->token());
+            const auto kubeconfig = api_->writeKubeconfig(dir_.path() / (name + ".kubeconfig"),
+                                                          nodeToken_.empty() ? api_->token() : nodeToken_);
             writeFile(node.daemon->settingsFile(),
                       "kubelet:\n  podResourcesIntervalSeconds: 0.2\n  slotReleaseGraceSeconds: 0.5\n"
                       "cluster:\n  kubeconfig: " +
@@ -181,9 +187,36 @@ protected:
         return camera;
     }
 
+    // The status API's `cluster` object of a node.
+    static json::object clusterStatus(const Node& node) {
+        const unsigned short port = statusPortFromLog(node.daemon->log());
+        if (port == 0) return {};
+        const status::HttpAnswer answer = httpGet(port, "/api/v1/status");
+        boost::system::error_code ec;
+        const json::value doc = json::parse(answer.body, ec);
+        if (ec || !doc.is_object() || !doc.as_object().contains("cluster")) return {};
+        return doc.at("cluster").as_object();
+    }
+
     TempDir dir_;
     std::unique_ptr<KubeApiDouble> api_;
+    std::string nodeToken_;  // empty: api_->token()
     std::vector<Node> nodes_;
+};
+
+// The daemons' token limited to what the packaged Role grants (packaging/cluster/rbac.yaml):
+// no Node can be read, so the broker Pods have no owner, and nothing else is refused.
+class ClusterBrokersRoleTest : public ClusterBrokersTest {
+protected:
+    ClusterBrokersRoleTest() { nodeToken_ = "node-token"; }
+    KubeApiDouble::Options apiOptions() const override {
+        KubeApiDouble::Options options;
+        options.tokens = {"admin-token admin",
+                          "node-token system:serviceaccount:devlet:devlet-node "
+                          "allow=leases:get,list,watch,create,update,delete "
+                          "allow=pods,services,jobs:list,watch,create,patch,delete"};
+        return options;
+    }
 };
 
 TEST_F(ClusterBrokersTest, BrokersAndServicesHaveAkriNamesLabelsNodesAndOwners) {
@@ -369,6 +402,27 @@ TEST_F(ClusterBrokersTest, FailedBrokerShowsInTheStatusApi) {
     EXPECT_EQ(broker.at("configuration").as_string(), "cams");
     const std::string metrics = httpGet(port, "/metrics").body;
     EXPECT_NE(metrics.find("devlet_cluster_broker_pods_failed 1"), std::string::npos) << metrics;
+}
+
+TEST_F(ClusterBrokersRoleTest, PackagedRoleMakesBrokersWithoutAnOwnerAndSaysWhy) {
+    ASSERT_FALSE(waitForEverything().empty());
+    for (const auto& [name, pod] : pods())
+        EXPECT_FALSE(pod.at("metadata").as_object().contains("ownerReferences")) << name;
+    json::object cluster;
+    ASSERT_TRUE(waitUntil([&] {
+        cluster = clusterStatus(nodes_[0]);
+        const json::value* error = cluster.if_contains("brokersError");
+        return error && error->is_string();
+    }));
+    EXPECT_NE(std::string(cluster.at("brokersError").as_string()).find("the Node node-a cannot be read (403"),
+              std::string::npos)
+        << cluster.at("brokersError");
+    // The Node's read is the one call the Role does not cover.
+    const json::value requests = json::parse(api_->control("GET", "requests").body);
+    for (const json::value& r : requests.at("recent").as_array()) {
+        if (r.at("code").as_int64() != 403) continue;
+        EXPECT_EQ(r.at("key").as_string(), "get nodes") << json::serialize(r);
+    }
 }
 
 }  // namespace
