@@ -305,6 +305,8 @@ void Brokers::reconcile() {
         const std::string body = json::serialize(object.body);
         auto applied = applied_.find(key);
         if (applied != applied_.end() && applied->second == body) continue;
+        if (auto refused = refused_.find(key); refused != refused_.end() && refused->second.body == body)
+            continue;
         if (inFlight_.count(key)) {
             recheck_ = true;  // looked at again once the call in flight has its answer
             continue;
@@ -316,15 +318,25 @@ void Brokers::reconcile() {
                       [this, key, body, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
                           if (auto a = alive.lock(); !a || !*a) return;
                           inFlight_.erase(key);
+                          refused_.erase(key);
                           if (result.ok()) {
                               if (!applied_.count(key)) log.info() << "applied " << key;
                               applied_[key] = body;
                               ++state_.applies;
-                              state_.lastError.clear();
+                              state_.lastError = standingError();
                           } else {
                               state_.lastError = "apply " + key + ": " + result.describe();
-                              log.warning() << state_.lastError;
-                              retryLater();
+                              // The spec itself is refused (400, 422 Invalid): not sent again
+                              // until it changes. Anything else (403 until the Role is fixed,
+                              // an API that is away) is tried again.
+                              const bool refused = result.code == 400 || result.code == 422;
+                              if (refused) {
+                                  refused_[key] = {body, state_.lastError};
+                                  log.error() << state_.lastError << "; not applied again until it changes";
+                              } else {
+                                  log.warning() << state_.lastError;
+                                  retryLater();
+                              }
                           }
                           answered();
                       });
@@ -333,6 +345,8 @@ void Brokers::reconcile() {
     for (const auto& [key, body] : applied_) {
         if (!wanted.count(key)) doomed.insert(key);
     }
+    if (std::erase_if(refused_, [&](const auto& entry) { return !wanted.count(entry.first); }) > 0)
+        state_.lastError = standingError();
     // Broker Pods of this node that nothing here applied (left from before a restart):
     // deleted once their configuration's probe has reported, so a restart does not
     // replace a running broker.
@@ -364,7 +378,7 @@ void Brokers::reconcile() {
                 log.info() << "deleted " << key;
                 applied_.erase(key);
                 ++state_.deletes;
-                state_.lastError.clear();
+                state_.lastError = standingError();
             } else {
                 state_.lastError = "delete " + key + ": " + result.describe();
                 log.warning() << state_.lastError;
@@ -374,6 +388,10 @@ void Brokers::reconcile() {
         });
     }
     state_.applied = applied_.size();
+}
+
+std::string Brokers::standingError() const {
+    return refused_.empty() ? std::string() : refused_.begin()->second.message;
 }
 
 void Brokers::answered() {

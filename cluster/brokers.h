@@ -61,7 +61,9 @@ public:
         std::uint64_t applies = 0;  // apply calls answered 2xx since start
         std::uint64_t deletes = 0;  // delete calls answered 2xx or 404 since start
         std::string ownerProblem;   // why the Pods have no owner (the Node cannot be read)
-        std::string lastError;      // the last failed apply or delete; empty after a success
+        // The last failed apply or delete; after a success, a spec the API still refuses
+        // as invalid, or empty.
+        std::string lastError;
     };
 
     Brokers(boost::asio::io_context& loop, ApiClient& client, const Inventory& inventory, Options options);
@@ -98,6 +100,7 @@ private:
     void readNode();
     void reconcile();
     void answered();
+    std::string standingError() const;
     void retryLater();
     void objectGone(const std::string& resource, const boost::json::object& object);
     void changed();
@@ -113,8 +116,13 @@ private:
     bool recheck_ = false;  // a reconcile skipped an object whose call was in flight
     bool reconcileScheduled_ = false;
     std::map<std::string, std::string> applied_;  // key -> the body last applied (serialized)
-    std::map<std::string, std::string> paths_;    // key -> the object's path, for deletes
-    std::set<std::string> inFlight_;              // keys with an apply or delete on its way
+    struct Refused {
+        std::string body;
+        std::string message;
+    };
+    std::map<std::string, Refused> refused_;    // key -> a body the API refused as invalid
+    std::map<std::string, std::string> paths_;  // key -> the object's path, for deletes
+    std::set<std::string> inFlight_;            // keys with an apply or delete on its way
     std::unique_ptr<Informer> pods_;
     std::unique_ptr<Informer> services_;
     std::unique_ptr<Informer> jobs_;

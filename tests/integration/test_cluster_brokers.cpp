@@ -404,6 +404,26 @@ TEST_F(ClusterBrokersTest, FailedBrokerShowsInTheStatusApi) {
     EXPECT_NE(metrics.find("devlet_cluster_broker_pods_failed 1"), std::string::npos) << metrics;
 }
 
+TEST_F(ClusterBrokersTest, InvalidBrokerSpecIsReportedNotRetried) {
+    ASSERT_FALSE(waitForEverything().empty());
+    // A container without an image: the API refuses the Pod (422).
+    writeFile(nodes_[0].daemon->confDir() / "broken.yaml",
+              echoDevicesConfiguration("broken", "bad0", 1, "      shared: false\n",
+                                       "  brokerSpec:\n    brokerPodSpec:\n      containers:\n"
+                                       "      - name: broker\n"));
+    json::object cluster;
+    ASSERT_TRUE(waitUntil([&] {
+        cluster = clusterStatus(nodes_[0]);
+        const json::value* error = cluster.if_contains("brokersError");
+        return error && error->is_string() && error->as_string().find("422") != json::string::npos;
+    })) << json::serialize(cluster);
+    EXPECT_NE(std::string(cluster.at("brokersError").as_string()).find("apply pods/broken-"),
+              std::string::npos);
+    EXPECT_TRUE(nodes_[0].daemon->waitForLog("not applied again until it changes", 10s));
+    // Everything else still runs.
+    EXPECT_EQ(pods().size(), 3u);
+}
+
 TEST_F(ClusterBrokersRoleTest, PackagedRoleMakesBrokersWithoutAnOwnerAndSaysWhy) {
     ASSERT_FALSE(waitForEverything().empty());
     for (const auto& [name, pod] : pods())
