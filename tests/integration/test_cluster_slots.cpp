@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -401,6 +402,74 @@ TEST_F(ClusterSlotsTest, HolderWithASkewedClockKeepsItsSlotWhileItRenews) {
     for (Node& node : nodes_) EXPECT_TRUE(waitForSlots(node, 2)) << node.daemon->log();
     EXPECT_TRUE(nodes_[2].kubelet->allocateIds("default", "pod-c", "main", kCl, {ids[0]}).ok);
     EXPECT_EQ(leases()[ids[0]], "node-c");
+}
+
+// The README's multi-node example (examples/deployments/cluster-cameras): a camera of
+// capacity 1 that three nodes see, a broker per camera. A debugEcho device stands in for
+// the camera; everything else is the example's file. Every node applies its broker Pod
+// and the Services; the three brokers' admissions race for the camera, and one wins.
+TEST_F(ClusterSlotsTest, ReadmeClusterCamerasExampleGivesTheCameraToOneBroker) {
+    const char* examples = std::getenv("DEVLET_EXAMPLES_DIR");
+    ASSERT_NE(examples, nullptr) << "meson sets DEVLET_EXAMPLES_DIR";
+    const std::string example =
+        readFile(std::filesystem::path(examples) / "deployments/cluster-cameras/conf.d/cluster-cameras.yaml");
+    ASSERT_NE(example.find("brokerPodSpec"), std::string::npos);
+    const std::string standIn = std::regex_replace(
+        example, std::regex("  discoveryHandler:[\\s\\S]*?\n  capacity:"),
+        "  discoveryHandler:\n    name: debugEcho\n    discoveryDetails: |\n      descriptions: [camera0]\n"
+        "      shared: true\n  capacity:");
+    ASSERT_NE(standIn.find("debugEcho"), std::string::npos);
+    for (Node& node : nodes_) writeFile(node.daemon->confDir() / "cluster-cameras.yaml", standIn);
+
+    std::map<std::string, json::object> pods;
+    auto list = [&](const std::string& path) {
+        std::map<std::string, json::object> found;
+        boost::system::error_code ec;
+        const json::value doc = json::parse(api_->request("GET", path).body, ec);
+        if (ec || !doc.is_object()) return found;
+        for (const json::value& item : doc.at("items").as_array())
+            found[std::string(item.at("metadata").at("name").as_string())] = item.as_object();
+        return found;
+    };
+    ASSERT_TRUE(eventually(
+        [&] {
+            pods = list(
+                "/api/v1/namespaces/devlet/pods?labelSelector=akri.sh%2Fconfiguration%3Dcluster-cameras");
+            return pods.size() == 3;
+        },
+        30s))
+        << nodes_[0].daemon->log();
+    std::string instance;
+    for (const auto& [name, pod] : pods) {
+        instance = std::string(pod.at("metadata").at("labels").at("akri.sh/instance").as_string());
+        const std::string node(pod.at("spec").at("nodeName").as_string());
+        EXPECT_EQ(name, node + "-" + instance + "-pod");
+        EXPECT_EQ(pod.at("spec").at("containers").at(0).at("image"),
+                  "ghcr.io/project-akri/akri/onvif-video-broker:latest");
+    }
+    ASSERT_TRUE(eventually(
+        [&] {
+            const auto services = list("/api/v1/namespaces/devlet/services");
+            return services.count(instance + "-svc") && services.count("cluster-cameras-svc");
+        },
+        30s));
+
+    // The three brokers' Allocate calls, at once: the camera goes to one of them.
+    const std::string resource = "akri.sh/" + instance;
+    std::atomic<int> granted{0};
+    std::vector<std::thread> admissions;
+    for (Node& node : nodes_) {
+        admissions.emplace_back([&, n = &node] {
+            if (n->kubelet
+                    ->allocateIds("devlet", n->name + "-" + instance + "-pod", "onvif-video-broker", resource,
+                                  {instance + "-0"})
+                    .ok)
+                ++granted;
+        });
+    }
+    for (auto& t : admissions) t.join();
+    EXPECT_EQ(granted.load(), 1);
+    expectNoSlotTwice(clusterHolds());
 }
 
 }  // namespace

@@ -395,8 +395,9 @@ TEST_F(ExamplesTest, EveryExampleHasValidConfigurationsAndManifests) {
     for (const fs::path& file : filesIn(examplesDir() / "conf.d", ".yaml"))
         byName[file.filename()] = readFile(file);
     const auto names = exampleNames();
-    EXPECT_EQ(names, (std::vector<std::string>{"any-free-camera", "broker-per-camera", "camera-pool",
-                                               "gpu-and-cameras", "intel-gpu-dlstreamer"}));
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"any-free-camera", "broker-per-camera", "camera-pool",
+                                        "cluster-cameras", "gpu-and-cameras", "intel-gpu-dlstreamer"}));
     for (const std::string& example : names) {
         const auto configurations = filesIn(deployment(example) / "conf.d", ".yaml");
         ASSERT_FALSE(configurations.empty()) << example;
