@@ -18,6 +18,7 @@
 #include <boost/json.hpp>
 
 #include "tests/cluster/kube_double_fixture.h"
+#include "tests/cluster/lease_holders.h"
 #include "tests/integration/fixture.h"
 #include "tests/status/status_test_support.h"
 
@@ -134,20 +135,7 @@ protected:
     }
 
     // The devlet Leases the API holds: name -> holder.
-    std::map<std::string, std::string> leases() const {
-        const auto answer = api_->request("GET", "/apis/coordination.k8s.io/v1/namespaces/devlet/leases");
-        std::map<std::string, std::string> result;
-        boost::system::error_code ec;
-        const json::value doc = json::parse(answer.body, ec);
-        if (ec || !doc.is_object()) return result;
-        for (const json::value& item : doc.at("items").as_array()) {
-            const json::object& o = item.as_object();
-            const json::value* holder = o.at("spec").as_object().if_contains("holderIdentity");
-            result[std::string(o.at("metadata").at("name").as_string())] =
-                holder && holder->is_string() ? std::string(holder->as_string()) : std::string();
-        }
-        return result;
-    }
+    std::map<std::string, std::string> leases() const { return leaseHolders(*api_); }
 
     // Every node tries every slot for a pod of its own at the same moment.
     int storm(const std::string& round) {
