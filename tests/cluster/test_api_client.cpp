@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "cluster/api_client.h"
+#include "tests/cluster/api_client_test_support.h"
 #include "tests/cluster/tls_api_server.h"
 #include "tests/support/temp_dir.h"
 
@@ -32,7 +33,7 @@ std::string holderOf(const json::object& object) {
     return std::string(object.at("spec").at("holderIdentity").as_string());
 }
 
-class ApiClientTest : public ::testing::Test {
+class ApiClientTest : public ::testing::Test, protected ApiClientLoop {
 protected:
     ApiClientTest() : certificates(sharedCertificates()), server(certificates, {"good-token"}) {
         server.addCollection(kLeases);
@@ -47,31 +48,6 @@ protected:
         config.caPem = caPem;
         config.token = "good-token";
         return config;
-    }
-
-    static ClientOptions fastRetries() {
-        ClientOptions options;
-        options.backoffInitial = std::chrono::milliseconds(10);
-        options.backoffMax = std::chrono::milliseconds(50);
-        return options;
-    }
-
-    // Runs the loop until `done` holds; false after a generous deadline.
-    bool runUntil(const std::function<bool()>& done) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-        while (!done()) {
-            if (std::chrono::steady_clock::now() > deadline) return false;
-            loop.restart();
-            loop.run_for(std::chrono::milliseconds(20));
-        }
-        return true;
-    }
-
-    ApiResult call(const std::function<void(ResultHandler)>& start) {
-        std::optional<ApiResult> result;
-        start([&](ApiResult r) { result = std::move(r); });
-        EXPECT_TRUE(runUntil([&] { return result.has_value(); }));
-        return result.value_or(ApiResult{});
     }
 
     std::size_t watchRequests() {
@@ -91,7 +67,6 @@ protected:
     test::TempDir dir;
     const test::TestCertificates& certificates;
     test::TlsApiServer server;
-    boost::asio::io_context loop;
 };
 
 TEST_F(ApiClientTest, CreatesGetsAndListsOverVerifiedTls) {

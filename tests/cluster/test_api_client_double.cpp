@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster/api_client.h"
+#include "tests/cluster/api_client_test_support.h"
 #include "tests/cluster/kube_double_fixture.h"
 #include "tests/support/temp_dir.h"
 
@@ -39,7 +40,7 @@ std::int64_t requestCount(const test::KubeApiDouble& api, const std::string& key
     return v ? v->to_number<std::int64_t>() : 0;
 }
 
-class ApiClientDoubleTest : public ::testing::Test {
+class ApiClientDoubleTest : public ::testing::Test, protected ApiClientLoop {
 protected:
     explicit ApiClientDoubleTest(test::KubeApiDouble::Options options = withBookmarks())
         : api(dir.path() / "double", std::move(options)) {}
@@ -58,33 +59,8 @@ protected:
         return load.config.value_or(Kubeconfig{});
     }
 
-    static ClientOptions fastRetries() {
-        ClientOptions options;
-        options.backoffInitial = std::chrono::milliseconds(10);
-        options.backoffMax = std::chrono::milliseconds(50);
-        return options;
-    }
-
-    bool runUntil(const std::function<bool()>& done) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-        while (!done()) {
-            if (std::chrono::steady_clock::now() > deadline) return false;
-            loop.restart();
-            loop.run_for(std::chrono::milliseconds(20));
-        }
-        return true;
-    }
-
-    ApiResult call(const std::function<void(ResultHandler)>& start) {
-        std::optional<ApiResult> result;
-        start([&](ApiResult r) { result = std::move(r); });
-        EXPECT_TRUE(runUntil([&] { return result.has_value(); }));
-        return result.value_or(ApiResult{});
-    }
-
     test::TempDir dir;
     test::KubeApiDouble api;
-    boost::asio::io_context loop;
 };
 
 TEST_F(ApiClientDoubleTest, TakesAndReleasesALeaseAsTheApiServerAnswers) {
