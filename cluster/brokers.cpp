@@ -314,32 +314,33 @@ void Brokers::reconcile() {
         inFlight_.insert(key);
         const std::string path = object.collection + "/" + object.name;
         paths_[key] = path;
-        client_.apply(path, object.body, manager, true,
-                      [this, key, body, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
-                          if (auto a = alive.lock(); !a || !*a) return;
-                          inFlight_.erase(key);
-                          refused_.erase(key);
-                          if (result.ok()) {
-                              if (!applied_.count(key)) log.info() << "applied " << key;
-                              applied_[key] = body;
-                              ++state_.applies;
-                              state_.lastError = standingError();
-                          } else {
-                              state_.lastError = "apply " + key + ": " + result.describe();
-                              // The spec itself is refused (400, 422 Invalid): not sent again
-                              // until it changes. Anything else (403 until the Role is fixed,
-                              // an API that is away) is tried again.
-                              const bool refused = result.code == 400 || result.code == 422;
-                              if (refused) {
-                                  refused_[key] = {body, state_.lastError};
-                                  log.error() << state_.lastError << "; not applied again until it changes";
-                              } else {
-                                  log.warning() << state_.lastError;
-                                  retryLater();
-                              }
-                          }
-                          answered();
-                      });
+        client_.apply(
+            path, object.body, manager, true,
+            [this, key = std::string(key), body, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
+                if (auto a = alive.lock(); !a || !*a) return;
+                inFlight_.erase(key);
+                refused_.erase(key);
+                if (result.ok()) {
+                    if (!applied_.count(key)) log.info() << "applied " << key;
+                    applied_[key] = body;
+                    ++state_.applies;
+                    state_.lastError = standingError();
+                } else {
+                    state_.lastError = "apply " + key + ": " + result.describe();
+                    // The spec itself is refused (400, 422 Invalid): not sent again
+                    // until it changes. Anything else (403 until the Role is fixed,
+                    // an API that is away) is tried again.
+                    const bool refused = result.code == 400 || result.code == 422;
+                    if (refused) {
+                        refused_[key] = {body, state_.lastError};
+                        log.error() << state_.lastError << "; not applied again until it changes";
+                    } else {
+                        log.warning() << state_.lastError;
+                        retryLater();
+                    }
+                }
+                answered();
+            });
     }
     std::set<std::string> doomed;
     for (const auto& [key, body] : applied_) {
