@@ -31,8 +31,10 @@ struct Output {
 
 // Runs argv to completion, stdout captured (stderr too when mergeErrors).
 Output run(const std::vector<std::string>& args, bool mergeErrors = true) {
+    // Close-on-exec: a curl another thread starts meanwhile must not inherit this pipe's
+    // write end, or this read would wait for that curl to end (a paused request: 30 s).
     int fds[2];
-    if (pipe(fds) != 0) return {};
+    if (pipe2(fds, O_CLOEXEC) != 0) return {};
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
