@@ -53,6 +53,8 @@ const std::vector<std::string> kClusterOnlySpecKeys = {"brokerSpec", "instanceSe
 const std::vector<std::string> kBrokerSpecKeys = {"brokerPodSpec", "brokerJobSpec"};
 const std::vector<std::string> kDiscoveryHandlerKeys = {"name", "discoveryDetails", "discoveryProperties"};
 const std::vector<std::string> kDiscoveryPropertyKeys = {"name", "value", "valueFrom"};
+const std::vector<std::string> kValueFromKeys = {"secretKeyRef", "configMapKeyRef"};
+const std::vector<std::string> kKeyRefKeys = {"name", "key", "namespace", "optional"};
 const std::vector<std::string> kDevletKeys = {"allocationPolicy", "uniqueDevices", "configurationResource",
                                               "removalGracePeriodSeconds"};
 const std::vector<std::string> kAllocationPolicies = {"spread", "pack"};
@@ -429,14 +431,29 @@ private:
                 continue;
             }
             if (const Entry* valueFrom = find(*property, "valueFrom")) {
-                // Akri accepts it (and fails discovery when the Secret is missing): a warning,
-                // and the property is left out as Akri leaves out an optional one it cannot find.
-                warning(
-                    valueFrom->line,
-                    itemWhere + ".valueFrom (" + *propertyName +
-                        "): devlet does not read Secrets or ConfigMaps from the cluster (it reads secrets "
-                        "from root-only files or systemd credentials, LoadCredential=); the property is "
-                        "left out");
+                if (find(*property, "value")) {
+                    error(valueFrom->line, itemWhere + " has both value and valueFrom; give one");
+                    continue;
+                }
+                auto reference = readValueFrom(*valueFrom, itemWhere + ".valueFrom");
+                if (!reference) continue;
+                auto [first, inserted] = seen.try_emplace(*propertyName, name->valueLine());
+                if (!inserted) {
+                    error(name->valueLine(), "duplicate discovery property " + inQuotes(*propertyName) +
+                                                 " (first at line " + std::to_string(first->second) + ")");
+                    continue;
+                }
+                reference->property = *propertyName;
+                handler.propertyLines[*propertyName] = name->valueLine();
+                const std::string what = itemWhere + ".valueFrom (" + *propertyName + ")";
+                if (!reference->secret) {
+                    warning(valueFrom->line,
+                            what +
+                                ": devlet does not read ConfigMaps (only Secrets, in cluster "
+                                "mode); give the text as value; the property is left out");
+                    continue;
+                }
+                config.propertyReferences.push_back(std::move(*reference));
                 continue;
             }
             std::string value;
@@ -454,6 +471,51 @@ private:
             config.discoveryProperties[*propertyName] = value;
             handler.propertyLines[*propertyName] = name->valueLine();
         }
+    }
+
+    // Akri's valueFrom: exactly one of secretKeyRef and configMapKeyRef, each with name and
+    // key (namespace "default" and optional false when not given).
+    std::optional<PropertyReference> readValueFrom(const Entry& entry, const std::string& where) {
+        auto valueFrom = mapping(entry.value, entry.line, where, &kValueFromKeys);
+        if (!valueFrom) return std::nullopt;
+        const Entry* secret = find(*valueFrom, "secretKeyRef");
+        const Entry* configMap = find(*valueFrom, "configMapKeyRef");
+        if ((secret == nullptr) == (configMap == nullptr)) {
+            error(entry.line, where + " must have one of secretKeyRef and configMapKeyRef");
+            return std::nullopt;
+        }
+        const Entry& ref = secret ? *secret : *configMap;
+        const std::string refWhere = where + (secret ? ".secretKeyRef" : ".configMapKeyRef");
+        auto fields = mapping(ref.value, ref.line, refWhere, &kKeyRefKeys);
+        if (!fields) return std::nullopt;
+        PropertyReference reference;
+        reference.secret = secret != nullptr;
+        reference.line = entry.line;
+        reference.where = where;
+        for (const auto& [key, target] : {std::pair<const char*, std::string*>{"name", &reference.name},
+                                          {"key", &reference.key},
+                                          {"namespace", &reference.namespaceName}}) {
+            const Entry* given = find(*fields, key);
+            if (!given) continue;
+            auto value = text(*given, refWhere + "." + key);
+            if (!value) return std::nullopt;
+            *target = *value;
+        }
+        // Akri's schema lets them out (and its agent then cannot read the configuration).
+        for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"name", &reference.name},
+                                         {"key", &reference.key},
+                                         {"namespace", &reference.namespaceName}}) {
+            if (value->empty()) {
+                warning(entry.line, refWhere + "." + key + " is missing or empty; the property is left out");
+                return std::nullopt;
+            }
+        }
+        if (const Entry* optional = find(*fields, "optional")) {
+            auto value = boolean(*optional, refWhere + ".optional");
+            if (!value) return std::nullopt;
+            reference.optional = *value;
+        }
+        return reference;
     }
 
     void readBrokerProperties(const Entry& entry, Configuration& config) {
@@ -553,7 +615,7 @@ private:
         }
     }
 
-    void checkDetails(const Configuration& config, const HandlerUse& handler) {
+    void checkDetails(Configuration& config, const HandlerUse& handler) {
         const DiscoveryHandler* found = handlers_.find(config.handler);
         if (!found) {
             std::vector<std::string> known = handlers_.names();
@@ -587,8 +649,24 @@ private:
         checkDiscoveryProperties(*found, config, handler);
     }
 
-    void checkDiscoveryProperties(const DiscoveryHandler& found, const Configuration& config,
+    void checkDiscoveryProperties(const DiscoveryHandler& found, Configuration& config,
                                   const HandlerUse& handler) {
+        for (const PropertyReference& reference : config.propertyReferences) {
+            const std::string what = reference.where + " (" + reference.property + "): ";
+            if (!found.readsReferencedProperties()) {
+                warning(reference.line, what + "the " + config.handler +
+                                            " handler reads no property from a Secret; left out");
+                continue;
+            }
+            // Outside cluster mode there is no API to read it from: warned then (and left out).
+            out_.warnings.push_back(
+                {file_, reference.line,
+                 what + "devlet reads Secrets only in cluster mode (cluster.kubeconfig in the settings); "
+                        "without it, secrets come from root-only files or systemd credentials "
+                        "(LoadCredential=); the property is left out",
+                 true});
+        }
+        if (!found.readsReferencedProperties()) config.propertyReferences.clear();
         if (config.discoveryProperties.empty()) return;
         std::vector<PropertyWarning> warnings;
         try {

@@ -24,12 +24,30 @@ struct ConfigProblem {
     std::string str() const;  // "file:line: message"
 };
 
+// A discovery property whose value lives in the cluster (Akri's `valueFrom`): read from the
+// API in cluster mode (cluster/secrets.h), never written into the configuration itself.
+struct PropertyReference {
+    std::string property;                   // its name in discoveryProperties
+    bool secret = true;                     // secretKeyRef; false: configMapKeyRef
+    std::string namespaceName = "default";  // Akri's default
+    std::string name;
+    std::string key;
+    bool optional = false;  // a missing Secret or key leaves the property out instead of failing
+    int line = 0;           // of valueFrom
+    std::string where;      // "spec.discoveryHandler.discoveryProperties[2].valueFrom", for messages
+    bool operator==(const PropertyReference&) const = default;
+};
+
 struct Configuration {
     std::string name;
     std::string handler;           // udev, onvif, debugEcho, gpu
     std::string discoveryDetails;  // YAML text, as in Akri (an opaque string)
     int detailsLine = 0;           // file line where the details text starts
     std::map<std::string, std::string> discoveryProperties;
+    std::vector<PropertyReference> propertyReferences;  // valueFrom entries, by their order
+    // Their values as the API gave them (cluster mode, filled in by the daemon before the
+    // probe starts): secrets, never logged or shown.
+    std::map<std::string, std::string> referencedProperties;
     int capacity = 1;
     std::map<std::string, std::string> brokerProperties;
     // Akri's broker and service specs as JSON text (converted from the YAML, so that the

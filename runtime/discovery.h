@@ -109,6 +109,9 @@ public:
     // given: Akri accepts any property name, so none is refused, and none is ignored
     // silently. The default reads none.
     virtual std::vector<PropertyWarning> checkDiscoveryProperties(const Configuration& configuration) const;
+    // Whether it reads properties given by `valueFrom` (Configuration::referencedProperties,
+    // resolved in cluster mode); for the others such an entry is warned about and left out.
+    virtual bool readsReferencedProperties() const { return false; }
     // How long a vanished device stays (Unhealthy) before its plugin is withdrawn.
     virtual std::chrono::milliseconds defaultRemovalGrace() const { return std::chrono::milliseconds(0); }
     // How the configuration-level resource picks slots; empty = the core's spread or pack.

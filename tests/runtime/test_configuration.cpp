@@ -16,9 +16,11 @@ namespace {
 // Stands in for a real handler: its details are YAML with one known key, `descriptions`.
 class FakeHandler : public DiscoveryHandler {
 public:
-    explicit FakeHandler(std::string name, bool throws = false) : name_(std::move(name)), throws_(throws) {}
+    explicit FakeHandler(std::string name, bool throws = false, bool readsSecrets = false)
+        : name_(std::move(name)), throws_(throws), readsSecrets_(readsSecrets) {}
 
     std::string_view name() const override { return name_; }
+    bool readsReferencedProperties() const override { return readsSecrets_; }
 
     std::vector<DetailsProblem> check(const Configuration& configuration) const override {
         if (throws_) throw std::runtime_error("boom");
@@ -48,6 +50,7 @@ public:
 private:
     std::string name_;
     bool throws_;
+    bool readsSecrets_;
 };
 
 class ConfigurationTest : public ::testing::Test {
@@ -58,6 +61,7 @@ protected:
         handlers_.add(std::move(echo));
         handlers_.add(std::make_unique<FakeHandler>("udev"));
         handlers_.add(std::make_unique<FakeHandler>("broken", /*throws=*/true));
+        handlers_.add(std::make_unique<FakeHandler>("cameras", false, /*readsSecrets=*/true));
     }
 
     ParsedConfigurations parse(const std::string& text, const std::string& domain = "akri.sh") {
@@ -339,7 +343,7 @@ TEST_F(ConfigurationTest, DiscoveryPropertiesParsed) {
               (std::map<std::string, std::string>{{"EMPTY", ""}, {"MODE", "fast"}}));
 }
 
-TEST_F(ConfigurationTest, ValueFromWarnedAndLeftOut) {
+TEST_F(ConfigurationTest, ValueFromForAHandlerThatReadsNoSecretIsWarnedAndLeftOut) {
     auto parsed = parse(
         "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
         "spec:\n  discoveryHandler:\n    name: udev\n    discoveryProperties:\n"
@@ -348,12 +352,73 @@ TEST_F(ConfigurationTest, ValueFromWarnedAndLeftOut) {
     ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
     ASSERT_EQ(parsed.configurations.size(), 1u);
     EXPECT_TRUE(parsed.configurations[0].discoveryProperties.empty());
-    ASSERT_EQ(parsed.warnings.size(), 1u);
+    EXPECT_TRUE(parsed.configurations[0].propertyReferences.empty());
+    ASSERT_EQ(parsed.warnings.size(), 1u) << allMessages(parsed);
     EXPECT_EQ(parsed.warnings[0].line, 10);
+    EXPECT_FALSE(parsed.warnings[0].clusterOnly);
     const std::string& message = parsed.warnings[0].message;
-    EXPECT_NE(message.find("valueFrom"), std::string::npos) << message;
-    EXPECT_NE(message.find("root-only files"), std::string::npos) << message;
-    EXPECT_NE(message.find("systemd credentials"), std::string::npos) << message;
+    EXPECT_NE(message.find("discoveryProperties[0].valueFrom (USERNAME): the udev handler reads no property "
+                           "from a Secret"),
+              std::string::npos)
+        << message;
+}
+
+// Read from the API in cluster mode; outside it, warned (clusterOnly) and left out.
+TEST_F(ConfigurationTest, SecretKeyRefIsKeptForClusterModeWithAkriDefaults) {
+    auto parsed = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: cameras\n    discoveryProperties:\n"
+        "    - name: username_default\n      valueFrom:\n        secretKeyRef: {name: creds, key: user}\n"
+        "    - name: password_default\n      valueFrom:\n        secretKeyRef:\n"
+        "          {name: creds, key: pass, namespace: cams, optional: true}\n"
+        "    - name: MODE\n      value: fast\n");
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    ASSERT_EQ(parsed.configurations.size(), 1u);
+    const Configuration& c = parsed.configurations[0];
+    EXPECT_EQ(c.discoveryProperties, (std::map<std::string, std::string>{{"MODE", "fast"}}));
+    ASSERT_EQ(c.propertyReferences.size(), 2u);
+    EXPECT_EQ(c.propertyReferences[0],
+              (PropertyReference{"username_default", true, "default", "creds", "user", false, 10,
+                                 "spec.discoveryHandler.discoveryProperties[0].valueFrom"}));
+    EXPECT_EQ(c.propertyReferences[1],
+              (PropertyReference{"password_default", true, "cams", "creds", "pass", true, 13,
+                                 "spec.discoveryHandler.discoveryProperties[1].valueFrom"}));
+    // The third: the handler reads no MODE.
+    ASSERT_EQ(parsed.warnings.size(), 3u) << allMessages(parsed);
+    for (std::size_t i = 0; i < 2; ++i) {
+        const ConfigProblem& warning = parsed.warnings[i];
+        EXPECT_TRUE(warning.clusterOnly);
+        EXPECT_NE(warning.message.find("devlet reads Secrets only in cluster mode"), std::string::npos);
+        EXPECT_NE(warning.message.find("root-only files or systemd credentials"), std::string::npos);
+    }
+    EXPECT_EQ(parsed.warnings[0].line, 10);
+    EXPECT_EQ(parsed.warnings[1].line, 13);
+}
+
+TEST_F(ConfigurationTest, ValueFromShapesAkriRefusesOrCannotRead) {
+    const std::string head =
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: cameras\n    discoveryProperties:\n    - name: P\n";
+    // Refused, as Akri's schema refuses them (oneOf).
+    for (const char* item :
+         {"      value: x\n      valueFrom: {secretKeyRef: {name: s, key: k}}\n", "      valueFrom: {}\n",
+          "      valueFrom: {secretKeyRef: {name: s, key: k}, configMapKeyRef: "
+          "{name: c, key: k}}\n",
+          "      valueFrom: {secretKeyRef: {name: s, key: k, optional: maybe}}\n"}) {
+        auto parsed = parse(head + item);
+        EXPECT_FALSE(parsed.problems.empty()) << item;
+    }
+    // Accepted by Akri's schema, but nothing to read: warned and left out.
+    for (const char* item : {"      valueFrom: {secretKeyRef: {name: s}}\n",
+                             "      valueFrom: {configMapKeyRef: {name: c, key: k}}\n"}) {
+        auto parsed = parse(head + item);
+        ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+        ASSERT_EQ(parsed.configurations.size(), 1u);
+        EXPECT_TRUE(parsed.configurations[0].propertyReferences.empty()) << item;
+        ASSERT_EQ(parsed.warnings.size(), 1u) << allMessages(parsed);
+        EXPECT_FALSE(parsed.warnings[0].clusterOnly);
+        EXPECT_NE(parsed.warnings[0].message.find("left out"), std::string::npos);
+    }
 }
 
 TEST_F(ConfigurationTest, DiscoveryPropertyProblemsRejected) {
@@ -604,7 +669,7 @@ TEST_F(ConfigurationTest, UnknownHandlerListsKnownNamesAndSuggests) {
     ASSERT_EQ(parsed.problems.size(), 1u);
     EXPECT_EQ(parsed.problems[0].str(),
               "conf.d/test.yaml:7: unknown discovery handler \"debugecho\"; did you mean \"debugEcho\"? "
-              "(known: debugEcho, udev, broken)");
+              "(known: debugEcho, udev, broken, cameras)");
 }
 
 TEST_F(ConfigurationTest, HandlerChecksParsedConfiguration) {
