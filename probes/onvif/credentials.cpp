@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <utility>
 
 #include <arpa/inet.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include "probes/onvif/username_token.h"
 #include "runtime/strict_yaml.h"
 
 namespace devlet::onvif {
@@ -232,6 +234,121 @@ CredentialStore CredentialStore::withDefault(Credential credential, std::vector<
     store.default_ = std::move(credential);
     store.networks_ = std::move(networks);
     store.scope_ = std::move(scope);
+    return store;
+}
+
+namespace {
+
+// A JSON (or YAML) text Akri's lists are written in; a null node when it is not one. The
+// parser's message is not kept: it can quote the text, which holds passwords.
+YAML::Node loadQuietly(const std::string& text) {
+    try {
+        return YAML::Load(text);
+    } catch (const YAML::Exception&) {
+        return YAML::Node();
+    }
+}
+
+std::string scalarAt(const YAML::Node& map, const char* key) {
+    const YAML::Node value = map[key];
+    return value && value.IsScalar() ? value.Scalar() : std::string();
+}
+
+}  // namespace
+
+CredentialStore CredentialStore::fromAkriProperties(const std::map<std::string, std::string>& properties,
+                                                    std::vector<IpNetwork> networks, std::string scope,
+                                                    std::vector<std::string>& notes) {
+    CredentialStore store;
+    store.networks_ = std::move(networks);
+    store.scope_ = std::move(scope);
+    std::set<std::string> used;
+    auto property = [&](const std::string& name) -> const std::string* {
+        auto it = properties.find(name);
+        if (it == properties.end()) return nullptr;
+        used.insert(name);
+        return &it->second;
+    };
+    // The property names a list property holds (["a", "b"]).
+    auto listed = [&](const char* list) {
+        std::vector<std::string> names;
+        const std::string* text = property(list);
+        if (!text) return names;
+        const YAML::Node node = loadQuietly(*text);
+        if (!node.IsSequence()) {
+            notes.push_back(std::string(list) + " is not a JSON list of property names; not used");
+            return names;
+        }
+        for (const auto& item : node) {
+            if (item.IsScalar()) names.push_back(item.Scalar());
+        }
+        return names;
+    };
+    // Each named property: {"<uuid>": {...}}.
+    auto entries = [&](const std::string& name, const char* list) {
+        std::vector<std::pair<std::string, YAML::Node>> found;
+        const std::string* text = property(name);
+        if (!text) {
+            notes.push_back(name + " (named by " + list + ") is not given; not used");
+            return found;
+        }
+        const YAML::Node node = loadQuietly(*text);
+        if (!node.IsMap()) {
+            notes.push_back(name + " (named by " + list + ") is not a JSON object of cameras; not used");
+            return found;
+        }
+        for (const auto& camera : node) {
+            if (camera.first.IsScalar() && camera.second.IsMap())
+                found.emplace_back(lower(camera.first.Scalar()), camera.second);
+        }
+        return found;
+    };
+
+    for (const std::string& name : listed("device_credential_list")) {
+        for (const auto& [uuid, entry] : entries(name, "device_credential_list")) {
+            Credential credential{scalarAt(entry, "username"), scalarAt(entry, "password")};
+            if (credential.username.empty()) continue;
+            const YAML::Node encoded = entry["base64encoded"];
+            if (encoded && encoded.IsScalar() && encoded.Scalar() == "true") {
+                const std::string decoded = base64Decode(credential.password);
+                if (decoded.empty() && !credential.password.empty())
+                    notes.push_back("the password for camera " + uuid + " in " + name + " is not base64");
+                credential.password = decoded;
+            }
+            store.cameras_[uuid] = std::move(credential);
+        }
+    }
+    for (const std::string& name : listed("device_credential_ref_list")) {
+        for (const auto& [uuid, entry] : entries(name, "device_credential_ref_list")) {
+            const std::string usernameRef = scalarAt(entry, "username_ref");
+            const std::string* username = usernameRef.empty() ? nullptr : property(usernameRef);
+            if (!username || username->empty()) {
+                notes.push_back("the username for camera " + uuid + " in " + name + " (" +
+                                (usernameRef.empty() ? "username_ref" : usernameRef) +
+                                ") is not given; not used");
+                continue;
+            }
+            const std::string passwordRef = scalarAt(entry, "password_ref");
+            const std::string* password = passwordRef.empty() ? nullptr : property(passwordRef);
+            store.cameras_[uuid] = Credential{*username, password ? *password : std::string()};
+        }
+    }
+    for (const auto& [name, value] : properties) {
+        if (!name.starts_with("username_") || name == "username_default") continue;
+        std::string uuid = lower(name.substr(9));
+        if (uuid.empty()) continue;
+        used.insert(name);
+        const std::string* password = property("password_" + name.substr(9));
+        std::replace(uuid.begin(), uuid.end(), '_', '-');
+        store.cameras_[uuid] = Credential{value, password ? *password : std::string()};
+    }
+    if (const std::string* username = property("username_default")) {
+        const std::string* password = property("password_default");
+        store.default_ = Credential{*username, password ? *password : std::string()};
+    }
+    for (const auto& [name, value] : properties) {
+        if (!used.count(name)) notes.push_back(name + " is no credential the onvif handler reads; not used");
+    }
     return store;
 }
 

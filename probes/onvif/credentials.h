@@ -64,6 +64,18 @@ public:
     static CredentialStore withDefault(Credential credential, std::vector<IpNetwork> networks,
                                        std::string scope);
 
+    // Akri's credential properties (its ONVIF discovery handler's, read from Secrets by
+    // `valueFrom` in cluster mode): device_credential_list, then device_credential_ref_list,
+    // then username_<uuid>/password_<uuid> (uuid with '_' for '-'), each replacing an
+    // earlier one for the same camera, and username_default/password_default. Sent only
+    // inside `networks` (`scope` names them for the status), as the file's entries by uuid
+    // and its default. `notes` gets, by property name only (never a value), what is not
+    // used: properties that are no credential, lists that are not JSON, passwords that are
+    // not base64 where the entry says they are.
+    static CredentialStore fromAkriProperties(const std::map<std::string, std::string>& properties,
+                                              std::vector<IpNetwork> networks, std::string scope,
+                                              std::vector<std::string>& notes);
+
     // For a camera contacted at `host` (the host of the URL called): the entry keyed by that
     // IP address; else, when `host` is an address inside the networks, the entry for the
     // uuid, then the MAC address, then the default.

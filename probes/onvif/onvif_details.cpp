@@ -296,7 +296,23 @@ std::string uuidOfSuffix(std::string suffix) {
 
 }  // namespace
 
-std::vector<PropertyWarning> onvifPropertyWarnings(const std::map<std::string, std::string>& properties) {
+namespace {
+constexpr const char* kCredentialLists[] = {"device_credential_list", "device_credential_ref_list"};
+}  // namespace
+
+std::map<std::string, std::string> akriCredentialProperties(
+    const std::map<std::string, std::string>& inline_,
+    const std::map<std::string, std::string>& fromSecrets) {
+    if (fromSecrets.empty()) return {};
+    std::map<std::string, std::string> properties = fromSecrets;
+    for (const char* list : kCredentialLists) {
+        if (auto it = inline_.find(list); it != inline_.end()) properties.emplace(it->first, it->second);
+    }
+    return properties;
+}
+
+std::vector<PropertyWarning> onvifPropertyWarnings(const std::map<std::string, std::string>& properties,
+                                                   const std::set<std::string>& fromSecrets) {
     // Which properties the lists make credential holders, and by which list.
     std::map<std::string, std::string> listed;
     for (const char* list : {"device_credential_list", "device_credential_ref_list"}) {
@@ -321,7 +337,11 @@ std::vector<PropertyWarning> onvifPropertyWarnings(const std::map<std::string, s
             message = "an Akri credential (for camera " + uuidOfSuffix(name.substr(9)) + ")" + kNotUsed +
                       "under cameras with that uuid, beside networks (the addresses it may go to).";
         } else if (name == "device_credential_list" || name == "device_credential_ref_list") {
-            const bool parsed = !namedProperties(value).empty();
+            const std::vector<std::string> named = namedProperties(value);
+            if (!named.empty() && std::all_of(named.begin(), named.end(),
+                                              [&](const std::string& n) { return fromSecrets.count(n) > 0; }))
+                continue;  // names of properties read from Secrets: used in cluster mode
+            const bool parsed = !named.empty();
             message = std::string("Akri's list of credential properties") + kNotUsed +
                       "under cameras, an entry per uuid, beside networks (passwords are plain text there: no "
                       "base64encoded)." +

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -65,7 +66,14 @@ OnvifDetails parseOnvifDetails(const std::string& text, std::vector<DetailsProbl
 // name) are refused with where the credential goes instead: a configuration's text is often
 // readable by others and may be shown, so devlet takes passwords only from a root-only
 // credentials file. No warning quotes a value.
-std::vector<PropertyWarning> onvifPropertyWarnings(const std::map<std::string, std::string>& properties);
+// `fromSecrets`: the properties given by valueFrom.secretKeyRef (read in cluster mode): a
+// list given inline that names only those is used with them, and not warned about.
+std::vector<PropertyWarning> onvifPropertyWarnings(const std::map<std::string, std::string>& properties,
+                                                   const std::set<std::string>& fromSecrets = {});
+// The properties Akri's credential store reads, for a probe in cluster mode: those read from
+// Secrets, and the lists of property names given inline (names, not passwords).
+std::map<std::string, std::string> akriCredentialProperties(
+    const std::map<std::string, std::string>& inline_, const std::map<std::string, std::string>& fromSecrets);
 
 // "192.0.2.7" or "192.0.2.0/24" (the network and broadcast addresses of a range larger
 // than /31 are not probed). nullopt with `error` set when it is neither.

@@ -290,6 +290,11 @@ public:
 
     ~OnvifProbe() override { stop(); }
 
+    // Akri's credential properties, read from Secrets (cluster mode); before start().
+    void setAkriCredentials(std::map<std::string, std::string> properties) {
+        akriCredentials_ = std::move(properties);
+    }
+
     void start() override {
         running_ = true;
         lifetime_.renew();
@@ -384,7 +389,20 @@ private:
             loaded = CredentialStore::load(details_.credentialsFile, credentials_);
         } else if (!details_.credential.empty()) {
             loaded = CredentialStore::loadSystemdCredential(details_.credential, credentials_);
+        } else if (!akriCredentials_.empty()) {
+            // As `--user`: Akri sends them to whatever answers; devlet only inside the subnets
+            // it probes by multicast and the unicastTargets.
+            std::vector<IpNetwork> networks = attachedNetworks(details_.interfaces);
+            for (const Ipv4Range& range : details_.unicastTargets)
+                networks.push_back(IpNetwork::fromRange(range));
+            std::vector<std::string> notes;
+            credentials_ = CredentialStore::fromAkriProperties(
+                akriCredentials_, std::move(networks), "the directly attached subnets and unicastTargets",
+                notes);
+            for (const std::string& note : notes) warn("discoveryProperties from Secrets: " + note);
         }
+        if ((!details_.credentialsFile.empty() || !details_.credential.empty()) && !akriCredentials_.empty())
+            warn("discoveryProperties from Secrets are not used: discoveryDetails name a credentials file");
         if (!loaded) {
             credentialsProblem_ = loaded.error();
             if (!mode_.pass) log.error() << configuration_ << ": " << loaded.error();
@@ -1400,6 +1418,7 @@ private:
     std::shared_ptr<WorkerPool> pool_;
     std::shared_ptr<Channel> channel_;
     CredentialStore credentials_;
+    std::map<std::string, std::string> akriCredentials_;  // from Secrets: the cluster mode's
     std::string credentialsProblem_;
     std::string reportedProblem_;
     std::string socketProblem_;
@@ -1513,7 +1532,10 @@ std::vector<DetailsProblem> OnvifHandler::check(const Configuration& configurati
 
 std::vector<PropertyWarning> OnvifHandler::checkDiscoveryProperties(
     const Configuration& configuration) const {
-    return onvifPropertyWarnings(configuration.discoveryProperties);
+    std::set<std::string> fromSecrets;
+    for (const PropertyReference& reference : configuration.propertyReferences)
+        fromSecrets.insert(reference.property);
+    return onvifPropertyWarnings(configuration.discoveryProperties, fromSecrets);
 }
 
 std::unique_ptr<Probe> OnvifHandler::createProbe(const Configuration& configuration, asio::io_context& loop,
@@ -1521,7 +1543,10 @@ std::unique_ptr<Probe> OnvifHandler::createProbe(const Configuration& configurat
     std::vector<DetailsProblem> problems;
     OnvifDetails details = parseOnvifDetails(configuration.discoveryDetails, problems);
     if (!pool_) pool_ = std::make_shared<WorkerPool>(workers_);
-    return std::make_unique<OnvifProbe>(configuration.name, std::move(details), loop, sink, pool_);
+    auto probe = std::make_unique<OnvifProbe>(configuration.name, std::move(details), loop, sink, pool_);
+    probe->setAkriCredentials(
+        akriCredentialProperties(configuration.discoveryProperties, configuration.referencedProperties));
+    return probe;
 }
 
 }  // namespace devlet::onvif

@@ -30,6 +30,8 @@ public:
     std::vector<DetailsProblem> check(const Configuration& configuration) const override;
     // Akri's credential properties are refused with the reason; every other one is ignored.
     std::vector<PropertyWarning> checkDiscoveryProperties(const Configuration& configuration) const override;
+    // Akri's credential properties given by valueFrom.secretKeyRef: read in cluster mode.
+    bool readsReferencedProperties() const override { return true; }
     // Akri's old grace for shared instances: cameras flap.
     std::chrono::milliseconds defaultRemovalGrace() const override { return std::chrono::minutes(5); }
     std::unique_ptr<Probe> createProbe(const Configuration& configuration, boost::asio::io_context& loop,

@@ -138,5 +138,83 @@ TEST(Credentials, UnknownKeysAreRefusedWithoutTheirValues) {
     EXPECT_NE(outcome.error().find("networks"), std::string::npos) << outcome.error();
 }
 
+// Akri's credential properties as its ONVIF handler reads them (credential_store.rs),
+// here from Secrets in cluster mode.
+class AkriCredentials : public ::testing::Test {
+protected:
+    CredentialStore store(const std::map<std::string, std::string>& properties) {
+        std::string error;
+        std::vector<IpNetwork> networks = {*IpNetwork::parse("192.0.2.0/24", error)};
+        notes_.clear();
+        return CredentialStore::fromAkriProperties(properties, networks, "the attached subnets", notes_);
+    }
+    std::string credentialFor(const CredentialStore& store, const std::string& uuid) {
+        CredentialChoice choice = store.find(uuid, "192.0.2.10", "");
+        return choice.credential ? choice.credential->username + ":" + choice.credential->password : "none";
+    }
+    std::vector<std::string> notes_;
+};
+
+constexpr const char* kUuid2 = "7a21dc67-8438-5588-1547-4d1349048438";
+
+TEST_F(AkriCredentials, EveryFormAkriReads) {
+    const CredentialStore s = store({
+        {"device_credential_list", R"(["list1"])"},
+        {"list1", R"({"3FA1FE68-B915-4053-A3E1-AC15A21F5F91": {"username": "u1", "password": "cDE=",
+                      "base64encoded": true}})"},
+        {"device_credential_ref_list", R"(["refs"])"},
+        {"refs", R"({"7a21dc67-8438-5588-1547-4d1349048438": {"username_ref": "cam2_user",
+                     "password_ref": "cam2_pass"}})"},
+        {"cam2_user", "u2"},
+        {"cam2_pass", "p2"},
+        {"username_11111111_2222_4333_8444_555555555555", "u3"},
+        {"password_11111111_2222_4333_8444_555555555555", "p3"},
+        {"username_default", "admin"},
+        {"password_default", "d"},
+    });
+    EXPECT_TRUE(notes_.empty()) << notes_.front();
+    EXPECT_EQ(credentialFor(s, kUuid), "u1:p1");
+    EXPECT_EQ(credentialFor(s, kUuid2), "u2:p2");
+    EXPECT_EQ(credentialFor(s, "11111111-2222-4333-8444-555555555555"), "u3:p3");
+    EXPECT_EQ(credentialFor(s, "other"), "admin:d");
+}
+
+TEST_F(AkriCredentials, LaterFormsReplaceEarlierOnesForTheSameCamera) {
+    const std::string uuid = "3fa1fe68_b915_4053_a3e1_ac15a21f5f91";
+    const CredentialStore s = store({
+        {"device_credential_list", R"(["list1"])"},
+        {"list1", R"({"3fa1fe68-b915-4053-a3e1-ac15a21f5f91": {"username": "from-list", "password": "x"}})"},
+        {"username_" + uuid, "from-entry"},
+        {"password_" + uuid, "y"},
+    });
+    EXPECT_EQ(credentialFor(s, kUuid), "from-entry:y");
+}
+
+TEST_F(AkriCredentials, StayInsideTheirNetworksAsTheFilesEntriesDo) {
+    const CredentialStore s = store({{"username_default", "admin"}, {"password_default", "d"}});
+    CredentialChoice outside = s.find(kUuid, "203.0.113.9", "");
+    EXPECT_FALSE(outside.credential);
+    EXPECT_EQ(outside.withheld, "no credential for this address: outside the attached subnets");
+}
+
+TEST_F(AkriCredentials, WhatIsNotUsedIsNamedWithoutItsValue) {
+    const CredentialStore s = store({
+        {"device_credential_list", R"(["list1", "missing"])"},
+        {"list1", "not json: {secret-value"},
+        {"device_credential_ref_list", "secret-value-2"},
+        {"FOO", "secret-value-3"},
+        {"username_default", "admin"},
+    });
+    EXPECT_EQ(credentialFor(s, "other"), "admin:");
+    const std::vector<std::string> expected = {
+        "list1 (named by device_credential_list) is not a JSON object of cameras; not used",
+        "missing (named by device_credential_list) is not given; not used",
+        "device_credential_ref_list is not a JSON list of property names; not used",
+        "FOO is no credential the onvif handler reads; not used",
+    };
+    EXPECT_EQ(notes_, expected);
+    for (const std::string& note : notes_) EXPECT_EQ(note.find("secret-value"), std::string::npos) << note;
+}
+
 }  // namespace
 }  // namespace devlet::onvif
