@@ -22,7 +22,7 @@ constexpr std::chrono::seconds kStoreRetry{2};
 // Whether a configuration change needs a new probe (discovery itself changed).
 bool sameDiscovery(const Configuration& a, const Configuration& b) {
     return a.handler == b.handler && a.discoveryDetails == b.discoveryDetails &&
-           a.discoveryProperties == b.discoveryProperties;
+           a.discoveryProperties == b.discoveryProperties && a.referencedProperties == b.referencedProperties;
 }
 }  // namespace
 
@@ -219,6 +219,7 @@ void Daemon::shutdown() {
     if (podResources_) podResources_->stop();
     if (statusServer_) statusServer_->stop();
     if (brokers_) brokers_->stop();
+    if (secrets_) secrets_->stop();
     if (slotLeases_) {
         inventory_->setSharedSlotGate(nullptr);
         slotLeases_->stop();
@@ -292,6 +293,8 @@ void Daemon::reloadConfigurations() {
             handler ? handler->defaultRemovalGrace() : std::chrono::milliseconds(0));
     }
     inventory_->applyConfigurations(configurations, grace);
+    accepted_ = configurations;
+    if (secrets_) secrets_->want(kube::secretsNamed(accepted_));
     restartProbes(configurations);
     armGraceTimer();
     updateStatus();
@@ -309,7 +312,8 @@ void Daemon::restartProbes(const std::vector<Configuration>& configurations) {
         running_.erase(it->first);
         it = probes_.erase(it);
     }
-    for (const Configuration& configuration : configurations) {
+    for (const Configuration& given : configurations) {
+        const Configuration configuration = withReferencedProperties(given);
         auto running = running_.find(configuration.name);
         if (running != running_.end() && sameDiscovery(running->second, configuration)) {
             running->second = configuration;  // capacity, file or line may have changed
@@ -323,6 +327,32 @@ void Daemon::restartProbes(const std::vector<Configuration>& configurations) {
         probe = handler->createProbe(configuration, loop_, *this);
         probe->start();
     }
+}
+
+// Cluster mode: the configuration with its `valueFrom` properties as the Secrets say now;
+// what cannot be read is logged once per change and shown with the cluster's status.
+Configuration Daemon::withReferencedProperties(const Configuration& configuration) {
+    if (!secrets_ || configuration.propertyReferences.empty()) {
+        referenceProblems_.erase(configuration.name);
+        return configuration;
+    }
+    Configuration resolved = configuration;
+    kube::ResolvedProperties found = secrets_->resolve(configuration.propertyReferences);
+    resolved.referencedProperties = std::move(found.values);
+    std::vector<std::string>& known = referenceProblems_[configuration.name];
+    if (found.problems != known) {
+        for (const std::string& problem : found.problems) {
+            // Before the first list answers, every property is "not read yet": not worth a line.
+            if (std::find(known.begin(), known.end(), problem) == known.end() &&
+                !problem.ends_with(" not read yet"))
+                log.warning() << "configuration " << configuration.name << ": " << problem
+                              << "; discovery goes on without it";
+        }
+        if (found.problems.empty() && !known.empty())
+            log.info() << "configuration " << configuration.name << ": every property from Secrets read";
+        known = std::move(found.problems);
+    }
+    return resolved;
 }
 
 // ---------------------------------------------------------------------------
@@ -426,6 +456,14 @@ bool Daemon::startCluster() {
         log.error() << "cluster mode: " << kubeClient_->problem();
         return false;
     }
+    // A Secret that changes restarts the probes of the configurations naming it.
+    secrets_ = std::make_unique<kube::Secrets>(*kubeClient_);
+    secrets_->onChanged([this] {
+        if (!stopping_ && inventory_) {
+            restartProbes(accepted_);
+            updateStatus();
+        }
+    });
     log.info() << "cluster mode: API server " << server << ", namespace " << settings_.cluster.namespaceName
                << ", node " << settings_.nodeName;
     return true;
@@ -488,7 +526,20 @@ std::string Daemon::clusterSummary() const {
     return std::to_string(clusterReachable_) + std::to_string(state.watchCurrent) + state.lastError + "/" +
            std::to_string(leases.held) + "/" + std::to_string(leases.seen) + "/" +
            std::to_string(leases.elsewhere) + "/" + std::to_string(leases.taken) + "/" +
-           std::to_string(leases.refused) + leases.lastError + brokersSummary();
+           std::to_string(leases.refused) + leases.lastError + brokersSummary() + secretsSummary();
+}
+
+std::string Daemon::secretsSummary() const {
+    if (!secrets_) return "";
+    std::string summary;
+    for (const kube::Secrets::State& s : secrets_->states()) {
+        summary += "/" + s.name.first + "/" + s.name.second + std::to_string(s.read) +
+                   std::to_string(s.exists) + s.error + std::to_string(s.keys.size());
+    }
+    for (const auto& [configuration, problems] : referenceProblems_) {
+        for (const std::string& problem : problems) summary += "/" + configuration + problem;
+    }
+    return summary;
 }
 
 // ---------------------------------------------------------------------------
@@ -579,6 +630,16 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
                 c.brokers.push_back({b.pod, b.configuration, b.instance, b.phase, b.reason, b.failed});
             c.brokersError = brokers_->state().lastError.empty() ? brokers_->state().ownerProblem
                                                                  : brokers_->state().lastError;
+        }
+        if (secrets_) {
+            for (kube::Secrets::State& s : secrets_->states()) {
+                c.secrets.push_back({std::move(s.name.first), std::move(s.name.second), s.read, s.exists,
+                                     std::move(s.error), std::move(s.keys)});
+            }
+        }
+        for (const auto& [configuration, problems] : referenceProblems_) {
+            for (const std::string& problem : problems)
+                c.secretProblems.push_back("configuration " + configuration + ": " + problem);
         }
     }
 

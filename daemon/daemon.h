@@ -15,6 +15,7 @@
 
 #include "cluster/api_client.h"
 #include "cluster/brokers.h"
+#include "cluster/secrets.h"
 #include "cluster/slot_leases.h"
 #include "plugin/plugin_host.h"
 #include "plugin/pod_resources_client.h"
@@ -66,9 +67,11 @@ private:
     void clusterStateChanged();
     std::string clusterSummary() const;
     std::string brokersSummary() const;
+    std::string secretsSummary() const;
     void reloadConfigurations();
     void scheduleReload();
     void restartProbes(const std::vector<Configuration>& configurations);
+    Configuration withReferencedProperties(const Configuration& configuration);
     void armGraceTimer();
     void startWatchdog();
     void pingWatchdog();
@@ -105,6 +108,9 @@ private:
     std::unique_ptr<kube::ApiClient> allocateClient_;     // cluster mode: Allocate's own connection
     std::unique_ptr<kube::SlotLeases> slotLeases_;        // uses both clients and inventory_
     std::unique_ptr<kube::Brokers> brokers_;              // uses kubeClient_ and inventory_
+    std::unique_ptr<kube::Secrets> secrets_;              // cluster mode: valueFrom's Secrets
+    // Why a configuration's valueFrom properties are missing, as last logged.
+    std::map<std::string, std::vector<std::string>> referenceProblems_;
     bool clusterReachable_ = false;
     std::string clusterProblem_;  // why the API is unreachable, as last logged
     std::int64_t startedAtMs_ = 0;
@@ -115,6 +121,7 @@ private:
     boost::asio::steady_timer watchdogTimer_;
     std::map<std::string, std::vector<Configuration>> lastGood_;  // by file: what the file last said validly
     std::map<std::string, Configuration> running_;                // configurations with a probe
+    std::vector<Configuration> accepted_;                         // as last chosen, for restartProbes
     std::map<std::string, std::unique_ptr<Probe>> probes_;
     std::vector<std::string> configurationErrors_;
     std::string podResourcesError_;

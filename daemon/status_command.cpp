@@ -105,6 +105,8 @@ void printStatus(const json::object& doc) {
         if (!field(cluster, "lastError").empty())
             std::cout << "; last error: " << field(cluster, "lastError");
         std::cout << "\n";
+        for (const json::value& problem : arrayAt(cluster, "secretProblems"))
+            std::cout << "cluster: " << text(&problem) << "\n";
     }
     for (const json::value& error : arrayAt(daemon, "configurationErrors"))
         std::cout << "configuration error: " << text(&error) << "\n";

@@ -281,6 +281,23 @@ json::object clusterJson(const StatusSnapshot& s, const json::storage_ptr& sp) {
         }
         o["brokers"] = std::move(brokers);
         o["brokersError"] = stringOrNull(c.brokersError, sp);
+        json::array secrets(sp);
+        for (const SecretStatus& secret : c.secrets) {
+            json::object entry(sp);
+            entry["namespace"] = secret.namespaceName;
+            entry["name"] = secret.name;
+            entry["read"] = secret.read;
+            entry["exists"] = secret.exists;
+            entry["error"] = stringOrNull(secret.error, sp);
+            json::array keys(sp);
+            for (const std::string& key : secret.keys) keys.emplace_back(key);
+            entry["keys"] = std::move(keys);
+            secrets.push_back(std::move(entry));
+        }
+        o["secrets"] = std::move(secrets);
+        json::array problems(sp);
+        for (const std::string& problem : c.secretProblems) problems.emplace_back(problem);
+        o["secretProblems"] = std::move(problems);
     }
     return o;
 }

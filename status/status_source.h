@@ -87,6 +87,17 @@ struct BrokerStatus {
     bool failed = false;
 };
 
+// A Secret a configuration's valueFrom names (cluster mode): whether it could be read, and
+// its keys; never its data.
+struct SecretStatus {
+    std::string namespaceName;
+    std::string name;
+    bool read = false;    // listed at least once
+    bool exists = false;  // as of the last list or event
+    std::string error;    // the last failed list or watch
+    std::vector<std::string> keys;
+};
+
 struct ClusterStatus {
     bool enabled = false;  // a kubeconfig is set
     std::string server;
@@ -101,6 +112,9 @@ struct ClusterStatus {
     std::uint64_t allocationsRefused = 0;  // Allocate calls refused for a slot held elsewhere or the API
     std::vector<BrokerStatus> brokers;     // by Pod name
     std::string brokersError;              // the last failed apply or delete, or why Pods have no owner
+    std::vector<SecretStatus> secrets;     // by namespace and name
+    // "configuration cams: property password_default: Secret default/onvif has no key password"
+    std::vector<std::string> secretProblems;
 };
 
 struct DaemonStatus {

@@ -55,7 +55,8 @@ struct Rule {
         auto any = [](const std::set<std::string>& s, const std::string& v) {
             return s.empty() || s.contains("*") || s.contains(v);
         };
-        // As RBAC's resourceNames: a rule naming objects never covers list, watch or create.
+        // As RBAC's resourceNames: a rule naming objects never covers create, nor a list or
+        // watch that does not select one of those names by metadata.name.
         return any(resources, resource) && any(verbs, verb) &&
                (names.empty() || names.contains("*") || (!name.empty() && names.contains(name)));
     }
@@ -655,8 +656,20 @@ private:
             default:
                 break;
         }
+        // As RBAC: a list or watch selecting one name by metadata.name is authorized as a
+        // request for that name, so resourceNames can grant it.
+        std::string authorizedName = r.name;
+        if (r.kind == Route::Kind::Resource && r.name.empty() && (r.verb == "list" || r.verb == "watch")) {
+            std::string selector = target.param("fieldSelector");
+            for (const char* prefix : {"metadata.name==", "metadata.name="}) {
+                if (selector.starts_with(prefix) && selector.find(',') == std::string::npos) {
+                    authorizedName = selector.substr(std::string(prefix).size());
+                    break;
+                }
+            }
+        }
         if (r.kind == Route::Kind::Resource && identity &&
-            !identity->permits(r.type->resource, r.verb, r.name)) {
+            !identity->permits(r.type->resource, r.verb, authorizedName)) {
             std::string where = r.ns.empty() ? " at the cluster scope" : " in the namespace \"" + r.ns + "\"";
             out = failure(403, "Forbidden",
                           r.type->qualified() + (r.name.empty() ? "" : " \"" + r.name + "\"") +
