@@ -6,6 +6,8 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,7 @@ constexpr const char* kUsage = R"(usage:
              [--device-plugin-dir DIR] [--pod-resources-socket PATH]
              [--listen ADDR:PORT] [--log-level LEVEL]
   devlet config check FILE...
+  devlet config rbac FILE...
   devlet probe usb [--rule RULE]... [--conf-dir DIR | --config FILE] [--all] [--json]
   devlet probe gpu [--details FILE] [--any-vendor]
   devlet probe onvif [--user USER --password-file FILE|-] [--target ADDRESS|CIDR]...
@@ -148,6 +151,49 @@ int configCheck(const std::vector<std::string>& files) {
     return valid ? 0 : 2;
 }
 
+// The Roles and RoleBindings that let the nodes' ServiceAccount read exactly the Secrets
+// the files' configurations name in valueFrom.secretKeyRef (docs/cluster.md, "Camera
+// credentials from Secrets"): get, list and watch, by resourceNames, per namespace.
+int configRbac(const std::vector<std::string>& files) {
+    if (files.empty()) return usageError("config rbac needs at least one file");
+    devlet::HandlerRegistry handlers;
+    registerHandlers(handlers);
+    devlet::LoadedSettings settings = devlet::loadSettings({});
+    const std::string domain = settings.problems.empty() ? settings.settings.resourceDomain : "akri.sh";
+    const std::string home = settings.problems.empty() ? settings.settings.cluster.namespaceName : "devlet";
+    std::map<std::string, std::set<std::string>> secrets;  // namespace -> names
+    bool valid = true;
+    for (const std::string& file : files) {
+        devlet::ParsedConfigurations parsed = devlet::loadConfigurationFile(file, handlers, domain);
+        for (const auto& problem : parsed.problems) std::cerr << problem.str() << "\n";
+        valid = valid && parsed.problems.empty();
+        for (const auto& configuration : parsed.configurations) {
+            for (const auto& reference : configuration.propertyReferences) {
+                if (reference.secret) secrets[reference.namespaceName].insert(reference.name);
+            }
+        }
+    }
+    if (!valid) return 2;
+    if (secrets.empty()) std::cerr << "devlet: no configuration in these files reads a Secret\n";
+    const std::string labels = "  labels:\n    app.kubernetes.io/name: devlet\n";
+    for (const auto& [ns, names] : secrets) {
+        std::string list;
+        for (const std::string& name : names) list += (list.empty() ? "\"" : ", \"") + name + "\"";
+        std::cout << (&ns == &secrets.begin()->first ? "" : "---\n")
+                  << "# Secrets devlet's nodes read in namespace " << ns << ", and no other.\n"
+                  << "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n"
+                  << "  name: devlet-node-secrets\n  namespace: " << ns << "\n"
+                  << labels << "rules:\n- apiGroups: [\"\"]\n  resources: [\"secrets\"]\n"
+                  << "  resourceNames: [" << list << "]\n  verbs: [\"get\", \"list\", \"watch\"]\n---\n"
+                  << "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n"
+                  << "  name: devlet-node-secrets\n  namespace: " << ns << "\n"
+                  << labels << "roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n"
+                  << "  name: devlet-node-secrets\nsubjects:\n- kind: ServiceAccount\n"
+                  << "  name: devlet-node\n  namespace: " << home << "\n";
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -166,9 +212,11 @@ int main(int argc, char** argv) {
         }
         if (command == "status" || command == "instances") return devlet::statusCommand(command, args);
         if (command == "config") {
-            if (args.empty() || args[0] != "check") return usageError("unknown config command");
+            if (args.empty() || (args[0] != "check" && args[0] != "rbac"))
+                return usageError("unknown config command");
+            const std::string what = args[0];
             args.erase(args.begin());
-            return configCheck(args);
+            return what == "check" ? configCheck(args) : configRbac(args);
         }
         if (command == "probe") {
             if (!args.empty() && args[0] == "gpu") {

@@ -1,6 +1,7 @@
 // The command-line contract other tools depend on.
 
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include "tests/integration/fixture.h"
 
@@ -28,6 +29,41 @@ TEST(CommandLineTest, ConfigCheckNamesFileLineAndProblem) {
     EXPECT_EQ(result.exitCode, 2);
     EXPECT_NE(result.output.find(file.string() + ":12:"), std::string::npos) << result.output;
     EXPECT_NE(result.output.find("capacity"), std::string::npos) << result.output;
+}
+
+// The Role a cluster needs for the Secrets configurations name: exactly those, by name.
+TEST(CommandLineTest, ConfigRbacGrantsExactlyTheSecretsTheConfigurationsName) {
+    TempDir dir;
+    const auto file = dir.path() / "cams.yaml";
+    writeFile(file,
+              "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\nspec:\n"
+              "  discoveryHandler:\n    name: onvif\n    discoveryDetails: ''\n    discoveryProperties:\n"
+              "    - name: username_default\n      valueFrom:\n        secretKeyRef: {name: auth, key: u}\n"
+              "    - name: password_default\n      valueFrom:\n        secretKeyRef: {name: auth, key: p}\n"
+              "    - name: cams_list\n      valueFrom:\n"
+              "        secretKeyRef: {name: lists, key: l, namespace: cams}\n");
+    auto result = runDevlet({"config", "rbac", file.string()});
+    ASSERT_EQ(result.exitCode, 0) << result.output;
+    const std::vector<YAML::Node> documents = YAML::LoadAll(result.output);
+    ASSERT_EQ(documents.size(), 4u) << result.output;
+    std::map<std::string, std::vector<std::string>> granted;  // namespace -> names
+    for (const YAML::Node& document : documents) {
+        const std::string ns = document["metadata"]["namespace"].as<std::string>();
+        if (document["kind"].as<std::string>() == "RoleBinding") {
+            EXPECT_EQ(document["roleRef"]["name"].as<std::string>(), "devlet-node-secrets");
+            EXPECT_EQ(document["subjects"][0]["name"].as<std::string>(), "devlet-node");
+            EXPECT_EQ(document["subjects"][0]["namespace"].as<std::string>(), "devlet");
+            continue;
+        }
+        ASSERT_EQ(document["rules"].size(), 1u);
+        const YAML::Node rule = document["rules"][0];
+        EXPECT_EQ(rule["resources"].as<std::vector<std::string>>(), std::vector<std::string>{"secrets"});
+        EXPECT_EQ(rule["verbs"].as<std::vector<std::string>>(),
+                  (std::vector<std::string>{"get", "list", "watch"}));
+        granted[ns] = rule["resourceNames"].as<std::vector<std::string>>();
+    }
+    EXPECT_EQ(granted,
+              (std::map<std::string, std::vector<std::string>>{{"cams", {"lists"}}, {"default", {"auth"}}}));
 }
 
 TEST(CommandLineTest, ConfigCheckFailsForMissingFile) {
