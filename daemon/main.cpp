@@ -153,7 +153,7 @@ int configCheck(const std::vector<std::string>& files) {
 
 // The Roles and RoleBindings that let the nodes' ServiceAccount read exactly the Secrets
 // the files' configurations name in valueFrom.secretKeyRef (docs/cluster.md, "Camera
-// credentials from Secrets"): get, list and watch, by resourceNames, per namespace.
+// credentials from Secrets"): list and watch (all devlet asks), by resourceNames, per namespace.
 int configRbac(const std::vector<std::string>& files) {
     if (files.empty()) return usageError("config rbac needs at least one file");
     devlet::HandlerRegistry handlers;
@@ -184,7 +184,7 @@ int configRbac(const std::vector<std::string>& files) {
                   << "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n"
                   << "  name: devlet-node-secrets\n  namespace: " << ns << "\n"
                   << labels << "rules:\n- apiGroups: [\"\"]\n  resources: [\"secrets\"]\n"
-                  << "  resourceNames: [" << list << "]\n  verbs: [\"get\", \"list\", \"watch\"]\n---\n"
+                  << "  resourceNames: [" << list << "]\n  verbs: [\"list\", \"watch\"]\n---\n"
                   << "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n"
                   << "  name: devlet-node-secrets\n  namespace: " << ns << "\n"
                   << labels << "roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n"

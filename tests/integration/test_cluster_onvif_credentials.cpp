@@ -82,7 +82,7 @@ protected:
                               "node-token system:serviceaccount:devlet:devlet-node "
                               "allow=leases:get,list,watch,create,update,delete "
                               "allow=pods,services,jobs:list,watch,create,patch,delete "
-                              "allow=secrets:get,list,watch:onvif-auth-secret"};
+                              "allow=secrets:list,watch:onvif-auth-secret"};
             api_ = std::make_unique<KubeApiDouble>(dir_.dir("api"), options);
         } catch (const std::exception& e) {
             lab_->leave();

@@ -58,8 +58,7 @@ TEST(CommandLineTest, ConfigRbacGrantsExactlyTheSecretsTheConfigurationsName) {
         ASSERT_EQ(document["rules"].size(), 1u);
         const YAML::Node rule = document["rules"][0];
         EXPECT_EQ(rule["resources"].as<std::vector<std::string>>(), std::vector<std::string>{"secrets"});
-        EXPECT_EQ(rule["verbs"].as<std::vector<std::string>>(),
-                  (std::vector<std::string>{"get", "list", "watch"}));
+        EXPECT_EQ(rule["verbs"].as<std::vector<std::string>>(), (std::vector<std::string>{"list", "watch"}));
         granted[ns] = rule["resourceNames"].as<std::vector<std::string>>();
     }
     EXPECT_EQ(granted,
