@@ -111,8 +111,10 @@ CommandResult runDevlet(const std::vector<std::string>& args) {
 
 CommandResult runProgram(const std::vector<std::string>& command,
                          const std::vector<std::string>& environment) {
+    // Close-on-exec: a program another thread starts meanwhile must not hold this pipe
+    // open, or the read below would wait for that program to end too.
     int fds[2];
-    if (pipe(fds) != 0) return {};
+    if (pipe2(fds, O_CLOEXEC) != 0) return {};
     std::vector<std::string> args = command;
     std::vector<std::string> env = environmentWith(environment);
     std::vector<char*> argv = pointers(args);
