@@ -6,8 +6,10 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <string>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
 #include "cluster/api_client.h"
@@ -45,5 +47,19 @@ public:
 
     boost::asio::io_context loop;
 };
+
+// The Leases both test programs write: devlet's namespace, a holder and nothing else.
+inline const std::string kLeases = "/apis/coordination.k8s.io/v1/namespaces/devlet/leases";
+
+inline boost::json::object lease(const std::string& name, const std::string& holder) {
+    return {{"apiVersion", "coordination.k8s.io/v1"},
+            {"kind", "Lease"},
+            {"metadata", {{"name", name}}},
+            {"spec", {{"holderIdentity", holder}, {"leaseDurationSeconds", 15}}}};
+}
+
+inline std::string holderOf(const boost::json::object& object) {
+    return std::string(object.at("spec").at("holderIdentity").as_string());
+}
 
 }  // namespace devlet::kube

@@ -20,19 +20,6 @@ namespace {
 
 namespace json = boost::json;
 
-const std::string kLeases = "/apis/coordination.k8s.io/v1/namespaces/devlet/leases";
-
-json::object lease(const std::string& name, const std::string& holder) {
-    return {{"apiVersion", "coordination.k8s.io/v1"},
-            {"kind", "Lease"},
-            {"metadata", {{"name", name}}},
-            {"spec", {{"holderIdentity", holder}, {"leaseDurationSeconds", 15}}}};
-}
-
-std::string holderOf(const json::object& object) {
-    return std::string(object.at("spec").at("holderIdentity").as_string());
-}
-
 class ApiClientTest : public ::testing::Test, protected ApiClientLoop {
 protected:
     ApiClientTest() : certificates(sharedCertificates()), server(certificates, {"good-token"}) {
