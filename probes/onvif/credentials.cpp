@@ -243,7 +243,7 @@ namespace {
 // parser's message is not kept: it can quote the text, which holds passwords.
 YAML::Node loadQuietly(const std::string& text) {
     try {
-        return YAML::Load(text);
+        return yaml::load(text);
     } catch (const YAML::Exception&) {
         return YAML::Node();
     }
