@@ -4,7 +4,8 @@
 // Akri's authenticated-discovery form (username_default and password_default, and a
 // device_credential_list, each `valueFrom.secretKeyRef`); the node's token may read only
 // that Secret, by name. A Secret that is missing, then made, then given another camera's
-// entry reaches the probe by the watch alone; no password shows in the log or the status.
+// entry, then deleted reaches the probe by the watch alone; no password shows in the log
+// or the status.
 // Skips where network namespaces cannot be created (not root).
 
 #include <filesystem>
@@ -217,6 +218,18 @@ TEST_F(ClusterOnvifCredentialsTest, CredentialsComeFromTheSecretAndFollowItsChan
         << instances;
     EXPECT_TRUE(waitForDevices(kCl, 2, 60s));
 
+    // The Secret deleted: the cameras lose their credentials, and the status says why.
+    ASSERT_EQ(request("DELETE", "/api/v1/namespaces/cams/secrets/onvif-auth-secret").status, 200);
+    EXPECT_TRUE(eventually(
+        [&] {
+            instances = statusApi("/api/v1/instances");
+            status = statusApi("/api/v1/status");
+            return authenticated(instances) == 0 &&
+                   status.find("Secret cams/onvif-auth-secret does not exist") != std::string::npos;
+        },
+        60s))
+        << instances << status;
+
     // Only the Secret named in the configuration was read, by name; no password anywhere.
     const std::string requests = request("GET", "/_double/requests").body;
     EXPECT_EQ(requests.find("\"code\":403"), std::string::npos) << requests;
@@ -245,6 +258,15 @@ TEST_F(ClusterOnvifCredentialsTest, SecretTheRoleDoesNotGrantIsNamedInTheStatus)
         },
         60s))
         << status;
+    // `devlet status` says it too, on a line of its own.
+    ASSERT_TRUE(lab_->enter());
+    const CommandResult command =
+        runDevlet({"status", "--listen", "127.0.0.1:" + std::to_string(statusPortFromLog(daemon_->log()))});
+    lab_->leave();
+    EXPECT_NE(command.output.find("\ncluster: configuration onvif-auth: property username_default: Secret "
+                                  "cams/other-secret not read yet (listing"),
+              std::string::npos)
+        << command.output;
     EXPECT_NE(daemon_->log().find("cannot read Secret cams/other-secret: listing "
                                   "/api/v1/namespaces/cams/secrets: 403 Forbidden"),
               std::string::npos);
