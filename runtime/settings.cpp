@@ -36,8 +36,10 @@ const std::vector<std::string> kKubeletKeys = {"devicePluginDir", "podResourcesS
                                                "podResourcesIntervalSeconds", "slotReleaseGraceSeconds"};
 const std::vector<std::string> kStatusKeys = {"listen"};
 const std::vector<std::string> kLogKeys = {"level"};
-const std::vector<std::string> kClusterKeys = {"kubeconfig", "namespace", "leaseDurationSeconds", "nodeName"};
+const std::vector<std::string> kClusterKeys = {"kubeconfig", "namespace", "leaseDurationSeconds",
+                                               "brokerPendingSeconds", "nodeName"};
 constexpr long kMaxLeaseSeconds = 3600;
+constexpr long kMaxBrokerPendingSeconds = 86400;
 
 std::string resourceDomainProblem(std::string_view domain) {
     if (std::string problem = domainProblem(domain); !problem.empty()) return problem;
@@ -120,35 +122,43 @@ private:
             error(entry->line, "cluster.nodeName: the node's name in the cluster is the top-level nodeName");
         readString(*section, "kubeconfig", "cluster.kubeconfig", cluster.kubeconfig, pathProblem, true);
         readString(*section, "namespace", "cluster.namespace", cluster.namespaceName, namespaceProblem);
-        if (const Entry* entry = yaml::find(*section, "leaseDurationSeconds")) {
-            long seconds = 0;
-            bool valid = false;
-            try {
-                if (entry->value.IsScalar()) {
-                    seconds = entry->value.as<long>();
-                    valid = seconds >= 1 && seconds <= kMaxLeaseSeconds;
-                }
-            } catch (const YAML::Exception&) {
-            }
-            if (!valid) {
-                std::string got =
-                    entry->value.IsScalar() ? " (got " + inQuotes(entry->value.Scalar()) + ")" : "";
-                error(entry->valueLine(),
-                      "cluster.leaseDurationSeconds must be a whole number of seconds from 1 to " +
-                          std::to_string(kMaxLeaseSeconds) + got);
-            } else {
-                cluster.leaseDuration = std::chrono::seconds(seconds);
-            }
-        }
+        readWholeSeconds(*section, "leaseDurationSeconds", "cluster.leaseDurationSeconds", kMaxLeaseSeconds,
+                         cluster.leaseDuration);
+        readWholeSeconds(*section, "brokerPendingSeconds", "cluster.brokerPendingSeconds",
+                         kMaxBrokerPendingSeconds, cluster.brokerPending);
         // A value other than the default without a kubeconfig would be ignored; the
         // defaults, as the shipped file has them, change nothing either way.
         const ClusterSettings defaults;
         if (!cluster.enabled() && (cluster.namespaceName != defaults.namespaceName ||
-                                   cluster.leaseDuration != defaults.leaseDuration)) {
+                                   cluster.leaseDuration != defaults.leaseDuration ||
+                                   cluster.brokerPending != defaults.brokerPending)) {
             error(it->second.line,
-                  "cluster: namespace and leaseDurationSeconds are used only with cluster.kubeconfig, which "
-                  "is not set");
+                  "cluster: namespace, leaseDurationSeconds and brokerPendingSeconds are used only with "
+                  "cluster.kubeconfig, which is not set");
         }
+    }
+
+    // A whole number of seconds from 1 to `most`.
+    void readWholeSeconds(const Mapping& mapping, const std::string& key, const std::string& what, long most,
+                          std::chrono::seconds& target) {
+        const Entry* entry = yaml::find(mapping, key);
+        if (!entry) return;
+        long seconds = 0;
+        bool valid = false;
+        try {
+            if (entry->value.IsScalar()) {
+                seconds = entry->value.as<long>();
+                valid = seconds >= 1 && seconds <= most;
+            }
+        } catch (const YAML::Exception&) {
+        }
+        if (!valid) {
+            std::string got = entry->value.IsScalar() ? " (got " + inQuotes(entry->value.Scalar()) + ")" : "";
+            error(entry->valueLine(),
+                  what + " must be a whole number of seconds from 1 to " + std::to_string(most) + got);
+            return;
+        }
+        target = std::chrono::seconds(seconds);
     }
 
     std::optional<Mapping> mapping(const YAML::Node& node, int line, const std::string& where,

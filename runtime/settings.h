@@ -17,6 +17,9 @@ struct ClusterSettings {
     std::string kubeconfig;  // empty: cluster mode off, nothing touches the network
     std::string namespaceName = "devlet";
     std::chrono::seconds leaseDuration{15};
+    // How long a broker Pod may stay Pending before it is deleted and made again (Akri's
+    // controller: 5 minutes).
+    std::chrono::seconds brokerPending{300};
     bool enabled() const { return !kubeconfig.empty(); }
 };
 

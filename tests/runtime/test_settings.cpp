@@ -75,21 +75,23 @@ TEST(ParseSettings, ClusterModeIsOffUnlessAKubeconfigIsNamed) {
     EXPECT_FALSE(off.settings.cluster.enabled());
     EXPECT_EQ(off.settings.cluster.namespaceName, "devlet");
     EXPECT_EQ(off.settings.cluster.leaseDuration, std::chrono::seconds(15));
+    EXPECT_EQ(off.settings.cluster.brokerPending, std::chrono::seconds(300));
     auto on = parseSettings(
         "cluster:\n  kubeconfig: /etc/devlet/kubeconfig\n  namespace: edge-devices\n  leaseDurationSeconds: "
-        "30\n",
+        "30\n  brokerPendingSeconds: 60\n",
         "devlet.yaml");
     ASSERT_TRUE(on.problems.empty()) << allMessages(on);
     EXPECT_TRUE(on.settings.cluster.enabled());
     EXPECT_EQ(on.settings.cluster.kubeconfig, "/etc/devlet/kubeconfig");
     EXPECT_EQ(on.settings.cluster.namespaceName, "edge-devices");
     EXPECT_EQ(on.settings.cluster.leaseDuration, std::chrono::seconds(30));
+    EXPECT_EQ(on.settings.cluster.brokerPending, std::chrono::seconds(60));
 }
 
 TEST(ParseSettings, ClusterSettingsProblemsHaveLines) {
     auto loaded = parseSettings(
         "cluster:\n  kubeconfig: relative/kubeconfig\n  namespace: Not_A_Label\n"
-        "  leaseDurationSeconds: 0.5\n  nodeName: other\n  kubconfig: x\n",
+        "  leaseDurationSeconds: 0.5\n  nodeName: other\n  kubconfig: x\n  brokerPendingSeconds: 0\n",
         "devlet.yaml");
     const std::string all = allMessages(loaded);
     EXPECT_NE(all.find("devlet.yaml:2: cluster.kubeconfig \"relative/kubeconfig\" must be an absolute path"),
@@ -106,14 +108,21 @@ TEST(ParseSettings, ClusterSettingsProblemsHaveLines) {
     EXPECT_NE(all.find("devlet.yaml:6: unknown key \"kubconfig\" in cluster; did you mean \"kubeconfig\"?"),
               std::string::npos)
         << all;
-    auto unused = parseSettings("cluster:\n  namespace: edge\n", "devlet.yaml");
     EXPECT_NE(
-        allMessages(unused).find("devlet.yaml:1: cluster: namespace and leaseDurationSeconds are used only"),
+        all.find("devlet.yaml:7: cluster.brokerPendingSeconds must be a whole number of seconds from 1 to "
+                 "86400 (got \"0\")"),
         std::string::npos)
+        << all;
+    auto unused = parseSettings("cluster:\n  brokerPendingSeconds: 60\n", "devlet.yaml");
+    EXPECT_NE(allMessages(unused).find("devlet.yaml:1: cluster: namespace, leaseDurationSeconds and "
+                                       "brokerPendingSeconds are used only"),
+              std::string::npos)
         << allMessages(unused);
     // The shipped file's defaults, uncommented, change nothing and are accepted.
     auto defaults = parseSettings(
-        "cluster:\n  kubeconfig: \"\"\n  namespace: devlet\n  leaseDurationSeconds: 15\n", "devlet.yaml");
+        "cluster:\n  kubeconfig: \"\"\n  namespace: devlet\n  leaseDurationSeconds: 15\n"
+        "  brokerPendingSeconds: 300\n",
+        "devlet.yaml");
     EXPECT_TRUE(defaults.problems.empty()) << allMessages(defaults);
 }
 
