@@ -2,13 +2,16 @@
 // mode: a real daemon whose token the API double limits to those Lease verbs allocates a
 // slot of a shared device and frees it without one refused request. Without `delete`, the
 // freed slot's Lease cannot be deleted, and without `list` the API counts as unreachable:
-// devlet says so, on its status too, and keeps running.
+// devlet says so, on its status too, and keeps running. With the rules of the packaged
+// Role and ClusterRole, read from rbac.yaml, a broker Pod has the node's Node as its owner
+// and nothing is refused.
 // The daemon's kubeconfig is written by packaging/cluster/node-kubeconfig.
 // The double's rules have no namespace: the token may use Leases in any namespace, and
-// devlet uses one.
+// devlet uses one; a ClusterRole's rule is one like any other there.
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include <boost/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "tests/cluster/kube_double_fixture.h"
 #include "tests/cluster/lease_holders.h"
@@ -33,19 +37,65 @@ constexpr char kCl[] = "akri.sh/cams";
 constexpr char kRoleVerbs[] = "get,list,watch,create,update,delete";
 const std::string kListing = "listing /apis/coordination.k8s.io/v1/namespaces/devlet/leases";
 
+constexpr char kBrokerSpec[] = R"(  brokerSpec:
+    brokerPodSpec:
+      containers:
+      - name: broker
+        image: "nginx:stable-alpine"
+        resources:
+          limits:
+            "{{PLACEHOLDER}}": "1"
+)";
+
+// The rules of rbac.yaml's Role and ClusterRole as the API double's token rules
+// ("allow=RESOURCES:VERBS" each; the double has no API groups, and a resource's plural
+// names it well enough here). rbac.yaml lies beside node-kubeconfig.
+std::string packagedRules() {
+    const char* script = std::getenv("DEVLET_NODE_KUBECONFIG");
+    if (!script) return "";
+    const auto manifest = std::filesystem::path(script).parent_path() / "rbac.yaml";
+    std::string rules;
+    for (const YAML::Node& document : YAML::LoadAllFromFile(manifest.string())) {
+        const std::string kind = document["kind"].as<std::string>();
+        if (kind != "Role" && kind != "ClusterRole") continue;
+        for (const YAML::Node& rule : document["rules"]) {
+            auto joined = [](const YAML::Node& list) {
+                std::string out;
+                for (const YAML::Node& item : list) out += (out.empty() ? "" : ",") + item.as<std::string>();
+                return out;
+            };
+            rules += (rules.empty() ? "" : " ") + std::string("allow=") + joined(rule["resources"]) + ":" +
+                     joined(rule["verbs"]);
+        }
+    }
+    return rules;
+}
+
 class ClusterRbacTest : public ::testing::Test {
 protected:
     // Starts the API double with the node's token limited to `verbs` on Leases, and one
     // daemon in cluster mode that sees a shared camera of capacity 1.
     void start(const std::string& verbs, std::size_t healthySlots = 1) {
+        startWithRules("allow=leases:" + verbs, healthySlots);
+    }
+
+    // The same with the node's token limited to `rules`, the camera's configuration with
+    // `extraSpec`; the Node node-a exists in the API.
+    void startWithRules(const std::string& rules, std::size_t healthySlots,
+                        const std::string& extraSpec = "") {
         KubeApiDouble::Options options;
-        options.tokens = {"node-token system:serviceaccount:devlet:devlet-node allow=leases:" + verbs,
+        options.tokens = {"node-token system:serviceaccount:devlet:devlet-node " + rules,
                           "admin-token admin"};
         try {
             api_ = std::make_unique<KubeApiDouble>(dir_.dir("api"), options);
         } catch (const std::exception& e) {
             GTEST_SKIP() << "the Kubernetes API double cannot start: " << e.what();
         }
+        const auto node = api_->request("POST", "/api/v1/nodes",
+                                        R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"node-a"}})",
+                                        "application/json", "admin-token");
+        ASSERT_EQ(node.status, 201) << node.body;
+        nodeUid_ = std::string(json::parse(node.body).at("metadata").at("uid").as_string());
         daemon_ = std::make_unique<DaemonProcess>(dir_.dir("node-a"));
         kubelet_ =
             std::make_unique<KubeletSimulator>(daemon_->devicePluginDir(), daemon_->podResourcesSocket());
@@ -66,7 +116,7 @@ protected:
                   "cluster:\n  kubeconfig: " +
                       kubeconfig.string() + "\n  namespace: devlet\n  leaseDurationSeconds: 3\n");
         writeFile(daemon_->confDir() / "cams.yaml",
-                  echoDevicesConfiguration("cams", "cam0", 1, "      shared: true\n"));
+                  echoDevicesConfiguration("cams", "cam0", 1, "      shared: true\n", extraSpec));
         ASSERT_TRUE(kubelet_->start());
         port_ = freePort();
         daemon_->start({"--node-name", "node-a", "--listen", "127.0.0.1:" + std::to_string(port_)});
@@ -112,7 +162,21 @@ protected:
         return devices.empty() ? std::string() : devices.begin()->first;
     }
 
+    // devlet's Pods, read as the administrator: name -> object.
+    std::map<std::string, json::object> pods() const {
+        std::map<std::string, json::object> result;
+        const auto answer =
+            api_->request("GET", "/api/v1/namespaces/devlet/pods", "", "application/json", "admin-token");
+        boost::system::error_code ec;
+        const json::value doc = json::parse(answer.body, ec);
+        if (ec || !doc.is_object() || !doc.as_object().contains("items")) return result;
+        for (const json::value& item : doc.at("items").as_array())
+            result[std::string(item.at("metadata").at("name").as_string())] = item.as_object();
+        return result;
+    }
+
     TempDir dir_;
+    std::string nodeUid_;
     std::unique_ptr<KubeApiDouble> api_;
     std::unique_ptr<DaemonProcess> daemon_;
     std::unique_ptr<KubeletSimulator> kubelet_;
@@ -181,6 +245,36 @@ TEST_F(ClusterRbacTest, WithoutListTheApiIsUnreachableAndStatusSaysWhy) {
     // No shared slot is offered while nobody can say who holds it.
     EXPECT_FALSE(kubelet_->allocateIds("default", "pod-a", "main", kCl, {slotId()}).ok);
     EXPECT_TRUE(daemon_->running());
+}
+
+TEST_F(ClusterRbacTest, ThePackagedRulesGiveBrokerPodsTheNodeAsOwner) {
+    const std::string rules = packagedRules();
+    ASSERT_NE(rules.find("allow=nodes:get"), std::string::npos) << rules;
+    startWithRules(rules, 1, kBrokerSpec);
+    if (!api_ || HasFatalFailure()) return;
+    std::map<std::string, json::object> made;
+    ASSERT_TRUE(eventually([&] { return (made = pods()).size() == 1; }, 20s))
+        << daemon_->log() << api_->log();
+    const auto& [name, pod] = *made.begin();
+    EXPECT_EQ(
+        name,
+        "node-a-" + std::string(pod.at("metadata").at("labels").at("akri.sh/instance").as_string()) + "-pod");
+    const json::value* owners = pod.at("metadata").as_object().if_contains("ownerReferences");
+    ASSERT_NE(owners, nullptr) << json::serialize(pod) << daemon_->log();
+    ASSERT_EQ(owners->as_array().size(), 1u);
+    const json::object& owner = owners->as_array()[0].as_object();
+    EXPECT_EQ(owner.at("kind").as_string(), "Node");
+    EXPECT_EQ(owner.at("name").as_string(), "node-a");
+    EXPECT_EQ(owner.at("uid").as_string(), nodeUid_);
+    ASSERT_TRUE(eventually(
+        [&] {
+            const json::object cluster = clusterStatus();
+            const json::value* brokers = cluster.if_contains("brokers");
+            return brokers && brokers->is_array() && brokers->as_array().size() == 1;
+        },
+        20s));
+    EXPECT_TRUE(clusterStatus().at("brokersError").is_null()) << json::serialize(clusterStatus());
+    EXPECT_EQ(refusedRequests(), std::vector<std::string>{}) << api_->log();
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 """The packaged RBAC manifest (packaging/cluster/rbac.yaml) is valid Kubernetes YAML and
-its Role grants exactly what devlet calls on the API: the verbs below, which this test
-also finds in the source (every ApiClient call and Informer outside the client itself), so
-that a new call without its rule fails here."""
+its Role and ClusterRole grant exactly what devlet calls on the API: the verbs below, which
+this test also finds in the source (every ApiClient call and Informer outside the client
+itself, and the read of the node's Node), so that a new call without its rule fails here."""
 
 import os
 import re
@@ -17,13 +17,14 @@ except ImportError:
 SOURCE = os.environ.get("DEVLET_SOURCE_ROOT", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 MANIFEST = os.path.join(SOURCE, "packaging", "cluster", "rbac.yaml")
 
-# What devlet calls, by (API group, resource): slot_leases.cpp's Lease calls and
-# brokers.cpp's (server-side apply: patch, and create for a new object). brokers.cpp's
-# `get` of the node's Node needs a ClusterRole and is left out: without it broker Pods have
-# no owner.
+# What devlet calls in its namespace, by (API group, resource): slot_leases.cpp's Lease
+# calls and brokers.cpp's (server-side apply: patch, and create for a new object).
 BROKER_VERBS = {"list", "watch", "create", "patch", "delete"}
 CALLED = {("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update", "delete"},
           ("", "pods"): BROKER_VERBS, ("", "services"): BROKER_VERBS, ("batch", "jobs"): BROKER_VERBS}
+# And outside it: brokers.cpp's `get` of the node's Node, the broker Pods' owner. Nodes have
+# no namespace, so this needs the ClusterRole.
+CLUSTER_CALLED = {("", "nodes"): {"get"}}
 NAMESPACE = "devlet"
 ACCOUNT = "devlet-node"
 
@@ -32,20 +33,35 @@ VERB_OF_CALL = {"get": "get", "list": "list", "create": "create", "replace": "up
                 "apply": "patch", "remove": "delete"}
 
 
+def sources():
+    """The daemon's code that calls the API (cluster/ and daemon/), but the client itself."""
+    for folder in ("cluster", "daemon"):
+        for name in sorted(os.listdir(os.path.join(SOURCE, folder))):
+            if name.endswith(".cpp") and name != "api_client.cpp":
+                with open(os.path.join(SOURCE, folder, name)) as f:
+                    yield f.read()
+
+
+def cluster_scoped_calls_in_source():
+    """(group, resource) -> verbs of calls on cluster-scoped objects: paths of the core
+    group without a namespace, as "/api/v1/nodes/"."""
+    calls = {}
+    for text in sources():
+        for method, resource in re.findall(r"\b\w*[cC]lient\w*(?:\.|->)(\w+)\(\s*\"/api/v1/(\w+)", text):
+            if resource != "namespaces" and method in VERB_OF_CALL:
+                calls.setdefault(("", resource), set()).add(VERB_OF_CALL[method])
+    return calls
+
+
 def calls_in_source():
     """RBAC verbs of the API calls the daemon's code makes (cluster/ and daemon/)."""
     verbs = set()
-    for folder in ("cluster", "daemon"):
-        for name in sorted(os.listdir(os.path.join(SOURCE, folder))):
-            if not name.endswith(".cpp") or name == "api_client.cpp":
-                continue
-            with open(os.path.join(SOURCE, folder, name)) as f:
-                text = f.read()
-            for method in re.findall(r"\b\w*[cC]lient\w*(?:\.|->)(\w+)\(", text):
-                if method in VERB_OF_CALL:
-                    verbs.add(VERB_OF_CALL[method])
-            if re.search(r"\bInformer>\(|\bInformer\(", text):
-                verbs |= {"list", "watch"}
+    for text in sources():
+        for method in re.findall(r"\b\w*[cC]lient\w*(?:\.|->)(\w+)\(", text):
+            if method in VERB_OF_CALL:
+                verbs.add(VERB_OF_CALL[method])
+        if re.search(r"\bInformer>\(|\bInformer\(", text):
+            verbs |= {"list", "watch"}
     return verbs
 
 
@@ -63,15 +79,19 @@ class RbacManifest(unittest.TestCase):
             self.assertIn("apiVersion", d)
             self.assertIn("kind", d)
             self.assertRegex(d["metadata"]["name"], r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-        self.assertEqual(sorted(self.by_kind), ["Namespace", "Role", "RoleBinding", "ServiceAccount"])
+        self.assertEqual(sorted(self.by_kind), ["ClusterRole", "ClusterRoleBinding", "Namespace", "Role",
+                                                "RoleBinding", "ServiceAccount"])
 
     def test_every_field_is_one_the_kind_has(self):
         # A misspelt field ("verb", "subject") is dropped by the API server without a word.
         top = {"Namespace": {"apiVersion", "kind", "metadata"}, "ServiceAccount": {"apiVersion", "kind", "metadata"},
                "Role": {"apiVersion", "kind", "metadata", "rules"},
-               "RoleBinding": {"apiVersion", "kind", "metadata", "roleRef", "subjects"}}
-        versions = {"Namespace": "v1", "ServiceAccount": "v1", "Role": "rbac.authorization.k8s.io/v1",
-                    "RoleBinding": "rbac.authorization.k8s.io/v1"}
+               "RoleBinding": {"apiVersion", "kind", "metadata", "roleRef", "subjects"},
+               "ClusterRole": {"apiVersion", "kind", "metadata", "rules"},
+               "ClusterRoleBinding": {"apiVersion", "kind", "metadata", "roleRef", "subjects"}}
+        rbac = "rbac.authorization.k8s.io/v1"
+        versions = {"Namespace": "v1", "ServiceAccount": "v1", "Role": rbac, "RoleBinding": rbac,
+                    "ClusterRole": rbac, "ClusterRoleBinding": rbac}
         for d in self.documents:
             kind = d["kind"]
             self.assertEqual(d["apiVersion"], versions[kind], kind)
@@ -83,29 +103,37 @@ class RbacManifest(unittest.TestCase):
             for subject in d.get("subjects", []):
                 self.assertLessEqual(set(subject), {"kind", "name", "namespace", "apiGroup"})
 
-    def test_nothing_is_cluster_wide(self):
-        for kind in ("ClusterRole", "ClusterRoleBinding"):
-            self.assertNotIn(kind, self.by_kind)
+    def test_only_the_node_read_is_cluster_wide(self):
         for d in self.documents:
-            if d["kind"] != "Namespace":
+            if d["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+                self.assertNotIn("namespace", d["metadata"], d["kind"])
+            else:
                 self.assertEqual(d["metadata"].get("namespace"), NAMESPACE, d["kind"])
+        (cluster_role,) = self.by_kind["ClusterRole"]
+        self.assertEqual(self.granted(cluster_role), CLUSTER_CALLED)
+
+    @staticmethod
+    def granted(role):
+        """(group, resource) -> verbs a Role or ClusterRole grants; no wildcards or names."""
+        granted = {}
+        for rule in role["rules"]:
+            assert "resourceNames" not in rule, rule
+            assert "nonResourceURLs" not in rule, rule
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    assert "*" not in (group, resource) and "*" not in rule["verbs"], rule
+                    granted.setdefault((group, resource), set()).update(rule["verbs"])
+        return granted
 
     def test_the_role_grants_exactly_what_devlet_calls(self):
         (role,) = self.by_kind["Role"]
         self.assertEqual(role["apiVersion"], "rbac.authorization.k8s.io/v1")
-        granted = {}
-        for rule in role["rules"]:
-            self.assertNotIn("resourceNames", rule)
-            self.assertNotIn("nonResourceURLs", rule)
-            for group in rule["apiGroups"]:
-                for resource in rule["resources"]:
-                    self.assertNotIn("*", (group, resource))
-                    granted.setdefault((group, resource), set()).update(rule["verbs"])
-        self.assertEqual(granted, CALLED)
+        self.assertEqual(self.granted(role), CALLED)
 
     def test_the_list_above_is_what_the_source_calls(self):
-        called = set().union(*CALLED.values())
+        called = set().union(*CALLED.values(), *CLUSTER_CALLED.values())
         self.assertEqual(calls_in_source(), called)
+        self.assertEqual(cluster_scoped_calls_in_source(), CLUSTER_CALLED)
 
     def test_the_binding_gives_the_role_to_the_service_account(self):
         (binding,) = self.by_kind["RoleBinding"]
@@ -116,6 +144,13 @@ class RbacManifest(unittest.TestCase):
         self.assertEqual(account["metadata"]["name"], ACCOUNT)
         self.assertEqual(binding["roleRef"],
                          {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]})
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}])
+
+    def test_the_cluster_binding_gives_the_cluster_role_to_the_service_account(self):
+        (binding,) = self.by_kind["ClusterRoleBinding"]
+        (role,) = self.by_kind["ClusterRole"]
+        self.assertEqual(binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                              "name": role["metadata"]["name"]})
         self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}])
 
 
