@@ -81,6 +81,37 @@ std::string stringAt(const json::value& value, std::initializer_list<const char*
     }
     return at->is_string() ? std::string(at->as_string()) : std::string();
 }
+
+struct PodCondition {
+    std::string phase;   // "" before the API says
+    std::string reason;  // why it failed or waits (the Pod's or a container's reason)
+    bool failed = false;
+};
+
+PodCondition conditionOf(const json::object& pod) {
+    PodCondition condition;
+    const json::value value = pod;
+    condition.phase = stringAt(value, {"status", "phase"});
+    condition.reason = stringAt(value, {"status", "reason"});
+    const json::value* status = pod.if_contains("status");
+    const json::value* statuses =
+        status && status->is_object() ? status->as_object().if_contains("containerStatuses") : nullptr;
+    if (statuses && statuses->is_array() && condition.reason.empty()) {
+        for (const json::value& container : statuses->as_array()) {
+            std::string why = stringAt(container, {"state", "waiting", "reason"});
+            if (why.empty()) why = stringAt(container, {"state", "terminated", "reason"});
+            if (!why.empty()) {
+                condition.reason = why;
+                break;
+            }
+        }
+    }
+    static const std::set<std::string> kCannotStart = {"CrashLoopBackOff",           "ErrImagePull",
+                                                       "ImagePullBackOff",           "InvalidImageName",
+                                                       "CreateContainerConfigError", "CreateContainerError"};
+    condition.failed = condition.phase == "Failed" || kCannotStart.count(condition.reason) > 0;
+    return condition;
+}
 }  // namespace
 
 std::string brokerPodName(const std::string& node, const std::string& instance, bool shared) {
@@ -108,7 +139,12 @@ std::string configurationServiceName(const std::string& configuration) {
 
 Brokers::Brokers(boost::asio::io_context& loop, ApiClient& client, const Inventory& inventory,
                  Options options)
-    : loop_(loop), client_(client), inventory_(inventory), options_(std::move(options)), retryTimer_(loop) {}
+    : loop_(loop),
+      client_(client),
+      inventory_(inventory),
+      options_(std::move(options)),
+      retryTimer_(loop),
+      recreateTimer_(loop) {}
 
 Brokers::~Brokers() {
     stop();
@@ -126,8 +162,14 @@ void Brokers::startWatching() {
         Informer::Handlers handlers;
         handlers.deleted = [this, resource](const json::object& o) { objectGone(resource, o); };
         if (resource == "pods") {
-            handlers.added = [this](const json::object&) { changed(); };
-            handlers.modified = [this](const json::object&) { changed(); };
+            handlers.added = [this](const json::object& pod) {
+                podSeen(pod);
+                changed();
+            };
+            handlers.modified = [this](const json::object& pod) {
+                podSeen(pod);
+                changed();
+            };
             handlers.synced = [this] { inventoryChanged(); };
         }
         Informer::Options options;
@@ -151,6 +193,7 @@ void Brokers::stop() {
         if (*informer) (*informer)->stop();
     }
     retryTimer_.cancel();
+    recreateTimer_.cancel();
 }
 
 void Brokers::readNode() {
@@ -389,6 +432,9 @@ void Brokers::reconcile() {
         });
     }
     state_.applied = applied_.size();
+    // A broker no longer wanted is forgotten, its recreations with it.
+    std::erase_if(lives_, [&](const auto& entry) { return !wanted.count("pods/" + entry.first); });
+    scheduleRecreations();
 }
 
 std::string Brokers::standingError() const {
@@ -397,6 +443,7 @@ std::string Brokers::standingError() const {
 
 void Brokers::answered() {
     changed();
+    scheduleRecreations();
     // What is wanted moved while a call was in flight: reconciled once they all answered.
     if (recheck_ && inFlight_.empty()) {
         recheck_ = false;
@@ -414,7 +461,14 @@ void Brokers::retryLater() {
 void Brokers::objectGone(const std::string& resource, const boost::json::object& object) {
     // Deleted by someone else (a user, another node withdrawing a shared Service): applied
     // again if still wanted.
-    if (applied_.erase(resource + "/" + objectName(object))) inventoryChanged();
+    const std::string name = objectName(object);
+    if (applied_.erase(resource + "/" + name)) inventoryChanged();
+    if (resource == "pods") {
+        if (auto life = lives_.find(name); life != lives_.end()) {
+            life->second.uid.clear();
+            life->second.phase.clear();
+        }
+    }
     changed();
 }
 
@@ -426,29 +480,135 @@ std::vector<Brokers::Broker> Brokers::brokers() const {
         broker.pod = name;
         broker.configuration = labelOf(pod, kAkriConfigurationLabel);
         broker.instance = labelOf(pod, kAkriInstanceLabel);
-        const json::value value = pod;
-        broker.phase = stringAt(value, {"status", "phase"});
-        broker.reason = stringAt(value, {"status", "reason"});
-        const json::value* status = pod.if_contains("status");
-        const json::value* statuses =
-            status && status->is_object() ? status->as_object().if_contains("containerStatuses") : nullptr;
-        if (statuses && statuses->is_array() && broker.reason.empty()) {
-            for (const json::value& status : statuses->as_array()) {
-                std::string why = stringAt(status, {"state", "waiting", "reason"});
-                if (why.empty()) why = stringAt(status, {"state", "terminated", "reason"});
-                if (!why.empty()) {
-                    broker.reason = why;
-                    break;
-                }
-            }
+        const PodCondition condition = conditionOf(pod);
+        broker.phase = condition.phase;
+        broker.reason = condition.reason;
+        broker.failed = condition.failed;
+        if (auto life = lives_.find(name); life != lives_.end()) {
+            broker.recreations = life->second.recreations;
+            broker.recreatedBecause = life->second.recreatedBecause;
         }
-        static const std::set<std::string> kCannotStart = {
-            "CrashLoopBackOff",           "ErrImagePull",        "ImagePullBackOff", "InvalidImageName",
-            "CreateContainerConfigError", "CreateContainerError"};
-        broker.failed = broker.phase == "Failed" || kCannotStart.count(broker.reason) > 0;
         out.push_back(std::move(broker));
     }
     return out;
+}
+
+void Brokers::podSeen(const json::object& pod) {
+    const std::string name = objectName(pod);
+    const std::string uid = stringAt(json::value(pod), {"metadata", "uid"});
+    const PodCondition condition = conditionOf(pod);
+    Life& life = lives_[name];
+    if (life.uid != uid) {
+        life.uid = uid;
+        life.phase.clear();
+    }
+    if (condition.phase == "Pending" && life.phase != "Pending") life.pendingSince = Clock::now();
+    life.phase = condition.phase;
+    life.reason = condition.reason;
+    life.terminating = !stringAt(json::value(pod), {"metadata", "deletionTimestamp"}).empty();
+    scheduleRecreations();
+}
+
+std::optional<Brokers::Clock::time_point> Brokers::recreateAt(const std::string& name,
+                                                              const Life& life) const {
+    // Only a Pod this node applied and still wants: one left from before a restart is
+    // applied (or deleted) first, and a Job's Pods are the Job's.
+    const std::string key = "pods/" + name;
+    if (life.uid.empty() || !applied_.count(key) || inFlight_.count(key)) return std::nullopt;
+    // Already deleted: the API server removes it once its containers have stopped, and the
+    // watch's DELETED event has it applied again.
+    if (life.terminating) return std::nullopt;
+    Clock::time_point at;
+    if (life.phase == "Pending")
+        at = life.pendingSince + options_.pendingGrace;
+    else if (life.phase == "Failed" || life.phase == "Succeeded")
+        at = Clock::time_point::min();  // a broker is meant to run: made again at once
+    else
+        return std::nullopt;
+    if (life.streak > 0) {
+        auto wait = options_.recreateBackoff;
+        for (unsigned i = 1; i < life.streak && wait < options_.recreateBackoffLimit; ++i) wait *= 2;
+        at = std::max(at, life.lastRecreated + std::min(wait, options_.recreateBackoffLimit));
+    }
+    return std::max(at, life.notBefore);
+}
+
+void Brokers::scheduleRecreations() {
+    std::optional<Clock::time_point> first;
+    for (const auto& [name, life] : lives_) {
+        const auto at = recreateAt(name, life);
+        if (at && (!first || *at < *first)) first = at;
+    }
+    if (!first) {
+        recreateTimer_.cancel();
+        return;
+    }
+    recreateTimer_.expires_at(*first);
+    recreateTimer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](boost::system::error_code ec) {
+        if (auto a = alive.lock(); !ec && a && *a) recreateDue();
+    });
+}
+
+void Brokers::recreateDue() {
+    const auto now = Clock::now();
+    for (auto& [name, life] : lives_) {
+        const auto at = recreateAt(name, life);
+        if (at && *at <= now) recreate(name, life);
+    }
+    scheduleRecreations();
+}
+
+void Brokers::recreate(const std::string& name, Life& life) {
+    const std::string key = "pods/" + name;
+    const auto grace = std::chrono::duration_cast<std::chrono::seconds>(options_.pendingGrace);
+    std::string why = life.phase;
+    if (life.phase == "Pending") why += " for more than " + std::to_string(grace.count()) + " s";
+    if (!life.reason.empty()) why += " (" + life.reason + ")";
+    inFlight_.insert(key);
+    // Only this Pod: one made meanwhile (by this node after a watch event, or by hand) stays.
+    DeletePreconditions preconditions;
+    preconditions.uid = life.uid;
+    const bool pending = life.phase == "Pending";
+    auto done = [this, name, why, pending, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
+        if (auto a = alive.lock(); a && *a) recreateAnswered(name, why, pending, result);
+    };
+    client_.remove(collectionPath("v1", options_.namespaceName, "pods") + "/" + name, preconditions,
+                   std::move(done));
+}
+
+void Brokers::recreateAnswered(const std::string& name, const std::string& why, bool pending,
+                               const ApiResult& result) {
+    const std::string key = "pods/" + name;
+    inFlight_.erase(key);
+    // Gone from lives_ when the broker stopped being wanted meanwhile.
+    auto found = lives_.find(name);
+    Life* life = found == lives_.end() ? nullptr : &found->second;
+    const auto now = Clock::now();
+    if (result.ok() || result.notFound()) {
+        log.info() << "deleted " << key << " to make it again: " << why;
+        ++state_.deletes;
+        ++(pending ? state_.recreatedPending : state_.recreatedEnded);
+        if (life) {
+            ++life->recreations;
+            life->recreatedBecause = why;
+            const bool recent = life->streak > 0 && now - life->lastRecreated < options_.recreateBackoffReset;
+            life->streak = recent ? life->streak + 1 : 1;
+            life->lastRecreated = now;
+        }
+        // Applied again by the reconcile, which creates it anew.
+        applied_.erase(key);
+        inventoryChanged();
+        state_.lastError = standingError();
+    } else {
+        // A conflict: the Pod was replaced meanwhile, and the watch event saying so is on its
+        // way. Anything else is trouble worth saying. Either way, not tried again at once.
+        if (!result.conflict()) {
+            state_.lastError = "delete " + key + " to make it again: " + result.describe();
+            log.warning() << state_.lastError;
+        }
+        if (life) life->notBefore = now + options_.retryInterval;
+    }
+    answered();
 }
 
 void Brokers::changed() {

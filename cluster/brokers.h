@@ -4,13 +4,15 @@
 // would make, named and labelled as it names them, applied with server-side apply (field
 // manager `devlet-<node>`) and deleted when the inventory withdraws the instance or the
 // configuration drops the spec. Watches what it made, so an object deleted by hand is
-// applied again and a broker's phase shows on the status page. Loop thread.
+// applied again and a broker's phase shows on the status page; as Akri's controller, makes
+// a broker Pod again that ended or stayed Pending too long, with a backoff. Loop thread.
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,6 +46,14 @@ public:
         std::string namespaceName;
         std::string node;
         std::chrono::milliseconds retryInterval{5000};  // after a failed apply or delete
+        // A broker Pod Pending this long is deleted and made again (Akri: 5 minutes).
+        std::chrono::milliseconds pendingGrace{std::chrono::minutes(5)};
+        // Between two recreations of one broker: none before the first, then this, doubled
+        // each time up to the limit, so that a Pod that ends at once does not make a storm of
+        // deletes and creates; forgotten after `recreateBackoffReset` without a recreation.
+        std::chrono::milliseconds recreateBackoff{std::chrono::seconds(10)};
+        std::chrono::milliseconds recreateBackoffLimit{std::chrono::minutes(5)};
+        std::chrono::milliseconds recreateBackoffReset{std::chrono::minutes(10)};
     };
     // One broker Pod of this node, as the API last showed it.
     struct Broker {
@@ -54,13 +64,17 @@ public:
         std::string reason;  // why it failed or waits (a container's waiting/terminated reason)
         // Failed, or a container that cannot start (CrashLoopBackOff, an image that cannot be pulled)
         bool failed = false;
+        std::uint64_t recreations = 0;  // times this node deleted the broker to make it again
+        std::string recreatedBecause;   // why the last time ("Failed (Error)", "Pending for 300 s")
         bool operator==(const Broker&) const = default;
     };
     struct State {
-        std::size_t applied = 0;    // objects applied and current
-        std::uint64_t applies = 0;  // apply calls answered 2xx since start
-        std::uint64_t deletes = 0;  // delete calls answered 2xx or 404 since start
-        std::string ownerProblem;   // why the Pods have no owner (the Node cannot be read)
+        std::size_t applied = 0;             // objects applied and current
+        std::uint64_t applies = 0;           // apply calls answered 2xx since start
+        std::uint64_t deletes = 0;           // delete calls answered 2xx or 404 since start
+        std::uint64_t recreatedPending = 0;  // broker Pods made again after the pending grace
+        std::uint64_t recreatedEnded = 0;    // and after they ended (Failed or Succeeded)
+        std::string ownerProblem;            // why the Pods have no owner (the Node cannot be read)
         // The last failed apply or delete; after a success, a spec the API still refuses
         // as invalid, or empty.
         std::string lastError;
@@ -105,6 +119,30 @@ private:
     void objectGone(const std::string& resource, const boost::json::object& object);
     void changed();
 
+    using Clock = std::chrono::steady_clock;
+    // One broker Pod's life as this node has watched it, by Pod name: kept while the broker
+    // is wanted, across its Pods.
+    struct Life {
+        std::string uid;  // the Pod now; empty while there is none
+        std::string phase;
+        std::string reason;
+        bool terminating = false;        // deleted, waiting for its containers to stop
+        Clock::time_point pendingSince;  // when this node first saw this Pod Pending (its own clock)
+        Clock::time_point notBefore;     // after a delete that failed: not tried again until then
+        std::uint64_t recreations = 0;
+        std::string recreatedBecause;
+        unsigned streak = 0;  // recreations with less than recreateBackoffReset between them
+        Clock::time_point lastRecreated;
+    };
+    void podSeen(const boost::json::object& pod);
+    // When the Pod is to be deleted and made again; nullopt while it is not.
+    std::optional<Clock::time_point> recreateAt(const std::string& name, const Life& life) const;
+    void scheduleRecreations();
+    void recreateDue();
+    void recreate(const std::string& name, Life& life);
+    void recreateAnswered(const std::string& name, const std::string& why, bool pending,
+                          const ApiResult& result);
+
     boost::asio::io_context& loop_;
     ApiClient& client_;
     const Inventory& inventory_;
@@ -127,6 +165,8 @@ private:
     std::unique_ptr<Informer> services_;
     std::unique_ptr<Informer> jobs_;
     boost::asio::steady_timer retryTimer_;
+    std::map<std::string, Life> lives_;
+    boost::asio::steady_timer recreateTimer_;
     State state_;
     std::function<void()> stateChanged_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // false once stopped

@@ -486,6 +486,7 @@ void Daemon::startBrokers() {
     kube::Brokers::Options options;
     options.namespaceName = settings_.cluster.namespaceName;
     options.node = settings_.nodeName;
+    options.pendingGrace = settings_.cluster.brokerPending;
     brokers_ = std::make_unique<kube::Brokers>(loop_, *kubeClient_, *inventory_, options);
     brokers_->onStateChanged([this] { clusterStateChanged(); });
     brokers_->start();
@@ -513,9 +514,12 @@ void Daemon::clusterStateChanged() {
 
 std::string Daemon::brokersSummary() const {
     if (!brokers_) return "";
-    std::string summary = "/" + brokers_->state().lastError + "/" + brokers_->state().ownerProblem;
+    const kube::Brokers::State& state = brokers_->state();
+    std::string summary = "/" + state.lastError + "/" + state.ownerProblem + "/" +
+                          std::to_string(state.recreatedPending) + "/" + std::to_string(state.recreatedEnded);
     for (const kube::Brokers::Broker& b : brokers_->brokers())
-        summary += "/" + b.pod + ":" + b.phase + ":" + b.reason + ":" + b.instance;
+        summary += "/" + b.pod + ":" + b.phase + ":" + b.reason + ":" + b.instance + ":" +
+                   std::to_string(b.recreations);
     return summary;
 }
 
@@ -627,7 +631,10 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
         c.lastError = watch.lastError;
         if (brokers_) {
             for (const kube::Brokers::Broker& b : brokers_->brokers())
-                c.brokers.push_back({b.pod, b.configuration, b.instance, b.phase, b.reason, b.failed});
+                c.brokers.push_back({b.pod, b.configuration, b.instance, b.phase, b.reason, b.failed,
+                                     b.recreations, b.recreatedBecause});
+            c.brokersRecreatedPending = brokers_->state().recreatedPending;
+            c.brokersRecreatedEnded = brokers_->state().recreatedEnded;
             c.brokersError = brokers_->state().lastError.empty() ? brokers_->state().ownerProblem
                                                                  : brokers_->state().lastError;
         }

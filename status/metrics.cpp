@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -200,6 +201,25 @@ std::string inventoryMetricsText(const StatusSnapshot& s) {
         e.sample("devlet_cluster_broker_pods_failed",
                  static_cast<double>(std::count_if(s.cluster.brokers.begin(), s.cluster.brokers.end(),
                                                    [](const BrokerStatus& b) { return b.failed; })));
+        e.family("devlet_cluster_broker_pods_recreated_total", "counter",
+                 "Broker Pods deleted to be made again: Pending longer than cluster.brokerPendingSeconds, or "
+                 "ended (Failed or Succeeded).");
+        e.sample("devlet_cluster_broker_pods_recreated_total", {{"reason", "pending"}},
+                 static_cast<double>(s.cluster.brokersRecreatedPending));
+        e.sample("devlet_cluster_broker_pods_recreated_total", {{"reason", "ended"}},
+                 static_cast<double>(s.cluster.brokersRecreatedEnded));
+        // Akri's controller's gauge, for the Pods of this node only: each node exports its
+        // own, and their sum is what Akri's one controller would show. Like Akri's, it counts
+        // a Pod from its creation until it ends or goes.
+        std::map<std::string, int> brokerPods;
+        for (const BrokerStatus& b : s.cluster.brokers) {
+            int& count = brokerPods[b.configuration];
+            if (b.phase != "Failed" && b.phase != "Succeeded") ++count;
+        }
+        e.family("akri_broker_pod_count", "gauge", "Akri Broker Pod Count");
+        for (const auto& [configuration, count] : brokerPods)
+            e.sample("akri_broker_pod_count", {{"configuration", configuration}, {"node", s.daemon.nodeName}},
+                     static_cast<double>(count));
     }
 
     e.family("devlet_configurations", "gauge", "Configurations running.");

@@ -127,6 +127,7 @@ function render(s) {
            + "; " + s.cluster.leasesHeld + " Leases held here, " + s.cluster.slotsHeldElsewhere + " shared slots held on other nodes"
            + (s.cluster.brokers && s.cluster.brokers.length ? "; " + s.cluster.brokers.length + " broker pod(s)" : "")
            + (s.cluster.brokers || []).filter(b => b.failed).map(b => "; broker " + b.pod + " failed" + (b.reason ? ": " + b.reason : "")).join("")
+           + (s.cluster.brokers || []).filter(b => b.recreations).map(b => "; broker " + b.pod + " made again " + b.recreations + " time(s), last: " + b.recreatedBecause).join("")
            + (s.cluster.brokersError ? "; brokers: " + s.cluster.brokersError : "")
            + (s.cluster.secrets && s.cluster.secrets.length ? "; " + s.cluster.secrets.filter(x => x.exists).length + " of " + s.cluster.secrets.length + " Secret(s) read" : "")
            + (s.cluster.secretProblems || []).map(p => "; " + p).join(""));

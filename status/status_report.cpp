@@ -277,6 +277,8 @@ json::object clusterJson(const StatusSnapshot& s, const json::storage_ptr& sp) {
             broker["phase"] = stringOrNull(b.phase, sp);
             broker["reason"] = stringOrNull(b.reason, sp);
             broker["failed"] = b.failed;
+            broker["recreations"] = b.recreations;
+            broker["recreatedBecause"] = stringOrNull(b.recreatedBecause, sp);
             brokers.push_back(std::move(broker));
         }
         o["brokers"] = std::move(brokers);
@@ -298,6 +300,8 @@ json::object clusterJson(const StatusSnapshot& s, const json::storage_ptr& sp) {
         json::array problems(sp);
         for (const std::string& problem : c.secretProblems) problems.emplace_back(problem);
         o["secretProblems"] = std::move(problems);
+        o["brokersRecreated"] =
+            json::object({{"pending", c.brokersRecreatedPending}, {"ended", c.brokersRecreatedEnded}}, sp);
     }
     return o;
 }

@@ -85,6 +85,8 @@ struct BrokerStatus {
     std::string phase;   // Pending, Running, Succeeded, Failed; empty before the API says
     std::string reason;  // why it failed or waits
     bool failed = false;
+    std::uint64_t recreations = 0;  // times devlet deleted it to make it again (ended, or Pending too long)
+    std::string recreatedBecause;   // why the last time; empty when never
 };
 
 // A Secret a configuration's valueFrom names (cluster mode): whether it could be read, and
@@ -102,17 +104,19 @@ struct ClusterStatus {
     bool enabled = false;  // a kubeconfig is set
     std::string server;
     std::string namespaceName;
-    bool reachable = false;                // the Lease watch listed and nothing failed since
-    bool watchCurrent = false;             // its watch stream is open now
-    std::string lastError;                 // empty = none since the last success
-    std::size_t leasesHeld = 0;            // Leases of shared slots this node holds
-    std::size_t leasesSeen = 0;            // devlet's Leases in the namespace
-    std::size_t slotsElsewhere = 0;        // shared slots other nodes hold now
-    std::uint64_t leasesTaken = 0;         // Leases taken by Allocate since start
-    std::uint64_t allocationsRefused = 0;  // Allocate calls refused for a slot held elsewhere or the API
-    std::vector<BrokerStatus> brokers;     // by Pod name
-    std::string brokersError;              // the last failed apply or delete, or why Pods have no owner
-    std::vector<SecretStatus> secrets;     // by namespace and name
+    bool reachable = false;                     // the Lease watch listed and nothing failed since
+    bool watchCurrent = false;                  // its watch stream is open now
+    std::string lastError;                      // empty = none since the last success
+    std::size_t leasesHeld = 0;                 // Leases of shared slots this node holds
+    std::size_t leasesSeen = 0;                 // devlet's Leases in the namespace
+    std::size_t slotsElsewhere = 0;             // shared slots other nodes hold now
+    std::uint64_t leasesTaken = 0;              // Leases taken by Allocate since start
+    std::uint64_t allocationsRefused = 0;       // Allocate calls refused for a slot held elsewhere or the API
+    std::vector<BrokerStatus> brokers;          // by Pod name
+    std::string brokersError;                   // the last failed apply or delete, or why Pods have no owner
+    std::uint64_t brokersRecreatedPending = 0;  // broker Pods made again after the pending grace, since start
+    std::uint64_t brokersRecreatedEnded = 0;    // and after they ended (Failed or Succeeded)
+    std::vector<SecretStatus> secrets;          // by namespace and name
     // "configuration cams: property password_default: Secret default/onvif has no key password"
     std::vector<std::string> secretProblems;
 };

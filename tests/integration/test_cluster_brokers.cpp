@@ -68,6 +68,8 @@ protected:
     // The API double's tokens: the first one makes the test's own requests, `nodeToken_`
     // is the daemons'.
     virtual KubeApiDouble::Options apiOptions() const { return {}; }
+    // More lines of a node's `cluster:` settings.
+    virtual std::string clusterSettings(const std::string& /*node*/) const { return ""; }
 
     void SetUp() override {
         try {
@@ -91,7 +93,8 @@ protected:
             writeFile(node.daemon->settingsFile(),
                       "kubelet:\n  podResourcesIntervalSeconds: 0.2\n  slotReleaseGraceSeconds: 0.5\n"
                       "cluster:\n  kubeconfig: " +
-                          kubeconfig.string() + "\n  namespace: devlet\n  leaseDurationSeconds: 2\n");
+                          kubeconfig.string() + "\n  namespace: devlet\n  leaseDurationSeconds: 2\n" +
+                          clusterSettings(name));
             writeCameras(node, true);
             nodes_.push_back(std::move(node));
         }
@@ -198,17 +201,66 @@ protected:
         return doc.at("cluster").as_object();
     }
 
+    static std::string uid(const json::object& object) {
+        return std::string(object.at("metadata").at("uid").as_string());
+    }
+    // The uid of the Pod of that name, or "" while there is none.
+    std::string podUid(const std::string& pod) const {
+        const auto all = pods();
+        auto found = all.find(pod);
+        return found == all.end() ? std::string() : uid(found->second);
+    }
+
+    // The kubelet's verdict on a Pod, written to its status subresource as the kubelet does.
+    bool setPhase(const std::string& pod, const std::string& phase, const std::string& reason) const {
+        json::object status{{"phase", phase}};
+        if (!reason.empty()) status["reason"] = reason;
+        const auto patched =
+            api_->request("PATCH", "/api/v1/namespaces/devlet/pods/" + pod + "/status",
+                          json::serialize(json::object{{"status", status}}), "application/merge-patch+json");
+        EXPECT_EQ(patched.status, 200) << patched.body;
+        return patched.status == 200;
+    }
+
+    // A broker Pod as a node's status API shows it; empty while it shows none of that name.
+    static json::object brokerStatus(const Node& node, const std::string& pod) {
+        const json::object cluster = clusterStatus(node);
+        const json::value* brokers = cluster.if_contains("brokers");
+        if (!brokers || !brokers->is_array()) return {};
+        for (const json::value& b : brokers->as_array()) {
+            if (b.at("pod").as_string() == pod) return b.as_object();
+        }
+        return {};
+    }
+    static std::int64_t recreations(const json::object& broker) {
+        const json::value* count = broker.if_contains("recreations");
+        return count && count->is_number() ? count->to_number<std::int64_t>() : -1;
+    }
+    static std::string text(const json::object& object, const char* key) {
+        const json::value* value = object.if_contains(key);
+        return value && value->is_string() ? std::string(value->as_string()) : std::string();
+    }
+
+    static std::string metrics(const Node& node) {
+        const unsigned short port = statusPortFromLog(node.daemon->log());
+        return port == 0 ? std::string() : httpGet(port, "/metrics").body;
+    }
+    static bool hasLine(const std::string& text, const std::string& line) {
+        return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
+    }
+
     TempDir dir_;
     std::unique_ptr<KubeApiDouble> api_;
     std::string nodeToken_;  // empty: api_->token()
     std::vector<Node> nodes_;
 };
 
-// The daemons' token limited to what the packaged Role grants (packaging/cluster/rbac.yaml):
-// no Node can be read, so the broker Pods have no owner, and nothing else is refused.
-class ClusterBrokersRoleTest : public ClusterBrokersTest {
+// The daemons' token limited to what the packaged Role grants (packaging/cluster/rbac.yaml),
+// as where its ClusterRole was not applied: no Node can be read, so the broker Pods have no
+// owner, and nothing else is refused.
+class ClusterBrokersRoleOnlyTest : public ClusterBrokersTest {
 protected:
-    ClusterBrokersRoleTest() { nodeToken_ = "node-token"; }
+    ClusterBrokersRoleOnlyTest() { nodeToken_ = "node-token"; }
     KubeApiDouble::Options apiOptions() const override {
         KubeApiDouble::Options options;
         options.tokens = {"admin-token admin",
@@ -371,37 +423,86 @@ TEST_F(ClusterBrokersTest, BrokerJobSpecMakesOneJobPerInstance) {
     ASSERT_TRUE(waitUntil([&] { return objects("/apis/batch/v1/namespaces/devlet/jobs").empty(); }));
 }
 
-TEST_F(ClusterBrokersTest, FailedBrokerShowsInTheStatusApi) {
+TEST_F(ClusterBrokersTest, EndedBrokerIsMadeAgainAndTheStatusSaysWhy) {
     const std::string camera = waitForEverything();
     ASSERT_FALSE(camera.empty());
+    const Node& a = nodes_[0];
+    const Node& b = nodes_[1];
     const std::string pod = "node-a-" + camera + "-pod";
-    // The kubelet's verdict, as it would write it when the broker's slot is held elsewhere.
-    const auto patched = api_->request("PATCH", "/api/v1/namespaces/devlet/pods/" + pod + "/status",
-                                       R"({"status":{"phase":"Failed","reason":"UnexpectedAdmissionError"}})",
-                                       "application/merge-patch+json");
-    ASSERT_EQ(patched.status, 200) << patched.body;
+    const std::string podB = "node-b-" + camera + "-pod";
+    const std::string first = podUid(pod);
+    const std::string firstB = podUid(podB);
+    // The kubelet's verdicts: a broker whose slot is held elsewhere, one that exited.
+    ASSERT_TRUE(setPhase(pod, "Failed", "UnexpectedAdmissionError"));
+    ASSERT_TRUE(setPhase(podB, "Succeeded", ""));
 
-    unsigned short port = 0;
-    ASSERT_TRUE(waitUntil([&] { return (port = statusPortFromLog(nodes_[0].daemon->log())) != 0; }));
+    // Made again at once: the same name, another Pod.
     json::object broker;
     ASSERT_TRUE(waitUntil([&] {
-        const status::HttpAnswer answer = httpGet(port, "/api/v1/status");
-        boost::system::error_code ec;
-        const json::value doc = json::parse(answer.body, ec);
-        if (ec || !doc.is_object()) return false;
-        const json::value* brokers = doc.at("cluster").as_object().if_contains("brokers");
-        if (!brokers) return false;
-        for (const json::value& b : brokers->as_array()) {
-            if (b.at("pod").as_string() == pod && b.at("failed").as_bool()) broker = b.as_object();
-        }
-        return !broker.empty();
-    }));
-    EXPECT_EQ(broker.at("phase").as_string(), "Failed");
-    EXPECT_EQ(broker.at("reason").as_string(), "UnexpectedAdmissionError");
-    EXPECT_EQ(broker.at("instance").as_string(), camera);
-    EXPECT_EQ(broker.at("configuration").as_string(), "cams");
-    const std::string metrics = httpGet(port, "/metrics").body;
-    EXPECT_NE(metrics.find("devlet_cluster_broker_pods_failed 1"), std::string::npos) << metrics;
+        const std::string now = podUid(pod);
+        broker = brokerStatus(a, pod);
+        return !now.empty() && now != first && recreations(broker) == 1 && text(broker, "phase") == "Pending";
+    })) << json::serialize(broker);
+    EXPECT_EQ(text(broker, "recreatedBecause"), "Failed (UnexpectedAdmissionError)");
+    EXPECT_FALSE(broker.at("failed").as_bool());
+    json::object brokerB;
+    ASSERT_TRUE(waitUntil([&] {
+        const std::string now = podUid(podB);
+        brokerB = brokerStatus(b, podB);
+        return !now.empty() && now != firstB && recreations(brokerB) == 1;
+    })) << json::serialize(brokerB);
+    EXPECT_EQ(text(brokerB, "recreatedBecause"), "Succeeded");
+    std::string scraped;
+    ASSERT_TRUE(waitUntil([&] {
+        scraped = metrics(a);
+        return hasLine(scraped, R"(devlet_cluster_broker_pods_recreated_total{reason="ended"} 1)");
+    })) << scraped;
+    EXPECT_TRUE(hasLine(scraped, R"(devlet_cluster_broker_pods_recreated_total{reason="pending"} 0)"))
+        << scraped;
+    EXPECT_TRUE(a.daemon->waitForLog(
+        "deleted pods/" + pod + " to make it again: Failed (UnexpectedAdmissionError)", 10s));
+
+    // Failing again at once: made again only after a backoff, and shown failed meanwhile.
+    const std::string second = podUid(pod);
+    ASSERT_TRUE(setPhase(pod, "Failed", "Error"));
+    ASSERT_TRUE(waitUntil([&] {
+        broker = brokerStatus(a, pod);
+        return text(broker, "phase") == "Failed";
+    })) << json::serialize(broker);
+    EXPECT_TRUE(broker.at("failed").as_bool());
+    EXPECT_EQ(text(broker, "reason"), "Error");
+    EXPECT_EQ(recreations(broker), 1);
+    scraped = metrics(a);
+    EXPECT_TRUE(hasLine(scraped, "devlet_cluster_broker_pods_failed 1")) << scraped;
+    // Akri's count leaves out a Pod that ended.
+    EXPECT_TRUE(hasLine(scraped, R"(akri_broker_pod_count{configuration="cams",node="node-a"} 0)"))
+        << scraped;
+    ASSERT_TRUE(waitUntil(
+        [&] {
+            broker = brokerStatus(a, pod);
+            const std::string now = podUid(pod);
+            return !now.empty() && now != second && recreations(broker) == 2;
+        },
+        60s))
+        << json::serialize(broker);
+    EXPECT_EQ(text(broker, "recreatedBecause"), "Failed (Error)");
+}
+
+TEST_F(ClusterBrokersTest, AkriBrokerPodCountCountsEachNodesPods) {
+    const std::string camera = waitForEverything();
+    ASSERT_FALSE(camera.empty());
+    std::string a, b;
+    ASSERT_TRUE(waitUntil([&] {
+        a = metrics(nodes_[0]);
+        b = metrics(nodes_[1]);
+        return hasLine(a, R"(akri_broker_pod_count{configuration="cams",node="node-a"} 1)") &&
+               hasLine(a, R"(akri_broker_pod_count{configuration="local",node="node-a"} 1)") &&
+               hasLine(b, R"(akri_broker_pod_count{configuration="cams",node="node-b"} 1)");
+    })) << a
+        << b;
+    // Each node counts only its own Pods.
+    EXPECT_EQ(b.find("configuration=\"local\""), std::string::npos) << b;
+    EXPECT_EQ(a.find("node=\"node-b\""), std::string::npos) << a;
 }
 
 TEST_F(ClusterBrokersTest, InvalidBrokerSpecIsReportedNotRetried) {
@@ -424,7 +525,7 @@ TEST_F(ClusterBrokersTest, InvalidBrokerSpecIsReportedNotRetried) {
     EXPECT_EQ(pods().size(), 3u);
 }
 
-TEST_F(ClusterBrokersRoleTest, PackagedRoleMakesBrokersWithoutAnOwnerAndSaysWhy) {
+TEST_F(ClusterBrokersRoleOnlyTest, WithoutTheClusterRoleBrokersHaveNoOwnerAndDevletSaysWhy) {
     ASSERT_FALSE(waitForEverything().empty());
     for (const auto& [name, pod] : pods())
         EXPECT_FALSE(pod.at("metadata").as_object().contains("ownerReferences")) << name;
@@ -443,6 +544,58 @@ TEST_F(ClusterBrokersRoleTest, PackagedRoleMakesBrokersWithoutAnOwnerAndSaysWhy)
         if (r.at("code").as_int64() != 403) continue;
         EXPECT_EQ(r.at("key").as_string(), "get nodes") << json::serialize(r);
     }
+}
+
+// node-a makes its broker Pods again after 2 s Pending; node-b keeps the default 300 s.
+class ClusterBrokersPendingTest : public ClusterBrokersTest {
+protected:
+    std::string clusterSettings(const std::string& node) const override {
+        return node == "node-a" ? "  brokerPendingSeconds: 2\n" : "";
+    }
+};
+
+TEST_F(ClusterBrokersPendingTest, PendingPastTheGraceIsMadeAgainWithinItIsNot) {
+    const std::string camera = waitForEverything();
+    ASSERT_FALSE(camera.empty());
+    const std::string local = localInstance() + "-pod";
+    const std::string podA = "node-a-" + camera + "-pod";
+    const std::string podB = "node-b-" + camera + "-pod";
+    const std::string uidB = podUid(podB);
+    // Nothing runs Pods in the API double: they all stay Pending.
+    json::object broker;
+    ASSERT_TRUE(waitUntil(
+        [&] {
+            broker = brokerStatus(nodes_[0], podA);
+            return recreations(broker) >= 1;
+        },
+        60s))
+        << json::serialize(broker);
+    EXPECT_EQ(text(broker, "recreatedBecause"), "Pending for more than 2 s");
+
+    // The Pod now there starts running: it is left alone from then on.
+    std::string running;
+    ASSERT_TRUE(waitUntil([&] { return !(running = podUid(podA)).empty(); }));
+    ASSERT_TRUE(setPhase(podA, "Running", ""));
+    std::int64_t made = 0;
+    ASSERT_TRUE(waitUntil([&] {
+        broker = brokerStatus(nodes_[0], podA);
+        made = recreations(broker);
+        return text(broker, "phase") == "Running";
+    })) << json::serialize(broker);
+    // Wait for node-a to make its other Pod, still Pending, again after its backoff: by then it
+    // has looked at the running one too.
+    std::int64_t localMade = recreations(brokerStatus(nodes_[0], local));
+    ASSERT_TRUE(waitUntil([&] { return recreations(brokerStatus(nodes_[0], local)) > localMade; }, 120s));
+    EXPECT_EQ(podUid(podA), running);
+    EXPECT_EQ(recreations(brokerStatus(nodes_[0], podA)), made);
+    const std::string text = metrics(nodes_[0]);
+    EXPECT_EQ(text.find(R"(devlet_cluster_broker_pods_recreated_total{reason="pending"} 0)"),
+              std::string::npos)
+        << text;
+
+    // node-b's Pod, Pending all along but within its 300 s, is the one it first made.
+    EXPECT_EQ(podUid(podB), uidB);
+    EXPECT_EQ(recreations(brokerStatus(nodes_[1], podB)), 0);
 }
 
 }  // namespace
