@@ -112,6 +112,26 @@ PodCondition conditionOf(const json::object& pod) {
     condition.failed = condition.phase == "Failed" || kCannotStart.count(condition.reason) > 0;
     return condition;
 }
+
+// The other devlet nodes that apply an object: field managers "devlet-<node>" that own
+// fields of its spec (a manager that took its fields back owns none).
+std::vector<std::string> otherAppliers(const json::object& object, const std::string& self) {
+    std::vector<std::string> others;
+    const json::value* metadata = object.if_contains("metadata");
+    const json::value* entries =
+        metadata && metadata->is_object() ? metadata->as_object().if_contains("managedFields") : nullptr;
+    if (!entries || !entries->is_array()) return others;
+    for (const json::value& entry : entries->as_array()) {
+        const std::string manager = stringAt(entry, {"manager"});
+        if (manager == self || !manager.starts_with("devlet-") || stringAt(entry, {"operation"}) != "Apply")
+            continue;
+        const json::value* fields = entry.is_object() ? entry.as_object().if_contains("fieldsV1") : nullptr;
+        if (fields && fields->is_object() && fields->as_object().contains("f:spec"))
+            others.push_back(manager);
+    }
+    return others;
+}
+
 }  // namespace
 
 std::string brokerPodName(const std::string& node, const std::string& instance, bool shared) {
@@ -415,26 +435,95 @@ void Brokers::reconcile() {
             continue;
         }
         inFlight_.insert(key);
-        client_.remove(paths_[key], {}, [this, key, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
-            if (auto a = alive.lock(); !a || !*a) return;
-            inFlight_.erase(key);
-            if (result.ok() || result.notFound()) {
-                log.info() << "deleted " << key;
-                applied_.erase(key);
-                ++state_.deletes;
-                state_.lastError = standingError();
-            } else {
-                state_.lastError = "delete " + key + ": " + result.describe();
-                log.warning() << state_.lastError;
-                retryLater();
-            }
-            answered();
-        });
+        if (key.starts_with("services/") || key.starts_with("jobs/")) {
+            withdrawShared(key);
+            continue;
+        }
+        removeObject(key, {});
     }
     state_.applied = applied_.size();
     // A broker no longer wanted is forgotten, its recreations with it.
     std::erase_if(lives_, [&](const auto& entry) { return !wanted.count("pods/" + entry.first); });
     scheduleRecreations();
+}
+
+void Brokers::removeObject(const std::string& key, const DeletePreconditions& preconditions) {
+    client_.remove(paths_[key], preconditions,
+                   [this, key, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
+                       if (auto a = alive.lock(); !a || !*a) return;
+                       inFlight_.erase(key);
+                       if (result.ok() || result.notFound()) {
+                           log.info() << "deleted " << key;
+                           applied_.erase(key);
+                           ++state_.deletes;
+                           state_.lastError = standingError();
+                       } else if (result.conflict()) {
+                           recheck_ = true;  // another node applied it meanwhile: looked at again
+                       } else {
+                           state_.lastError = "delete " + key + ": " + result.describe();
+                           log.warning() << state_.lastError;
+                           retryLater();
+                       }
+                       answered();
+                   });
+}
+
+// Services and Jobs have no node in their names: every node that offers the instance (or
+// the configuration) applies the same object. The last node to want it deletes it; one
+// that stops wanting it while another node's devlet still applies it only takes its own
+// fields back (an apply of nothing), so the object never goes away under a node that
+// wants it. Who applies it comes from the watch's copy; both calls carry that copy's
+// resourceVersion, so two nodes withdrawing at once cannot both leave it to the other,
+// and a stale copy costs a retry, never a wrong delete.
+void Brokers::withdrawShared(const std::string& key) {
+    const bool job = key.starts_with("jobs/");
+    const Informer* watch = job ? jobs_.get() : services_.get();
+    if (!watch || !watch->state().synced) {
+        inFlight_.erase(key);
+        retryLater();
+        return;
+    }
+    auto found = watch->objects().find(key.substr(key.find('/') + 1));
+    if (found == watch->objects().end()) {  // already gone
+        inFlight_.erase(key);
+        applied_.erase(key);
+        answered();
+        return;
+    }
+    const json::value object = found->second;
+    const std::string version = stringAt(object, {"metadata", "resourceVersion"});
+    const std::string manager = "devlet-" + options_.node;
+    const std::vector<std::string> others = otherAppliers(object.as_object(), manager);
+    if (others.empty()) {
+        removeObject(key, {version, ""});
+        return;
+    }
+    // Named here: the items of a list carry no apiVersion or kind.
+    json::object nothing{{"apiVersion", job ? "batch/v1" : "v1"},
+                         {"kind", job ? "Job" : "Service"},
+                         {"metadata",
+                          {{"name", stringAt(object, {"metadata", "name"})},
+                           {"namespace", options_.namespaceName},
+                           {"resourceVersion", version}}}};
+    client_.apply(paths_[key], nothing, manager, false,
+                  [this, key, others, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
+                      if (auto a = alive.lock(); !a || !*a) return;
+                      inFlight_.erase(key);
+                      if (result.ok()) {
+                          log.info() << "left " << key << " to " << others.front()
+                                     << (others.size() > 1 ? " and others" : "") << ", which still apply it";
+                          applied_.erase(key);
+                          ++state_.released;
+                          state_.lastError = standingError();
+                      } else if (result.conflict()) {
+                          retryLater();  // changed since the watch showed it: looked at again
+                      } else {
+                          state_.lastError = "release " + key + ": " + result.describe();
+                          log.warning() << state_.lastError;
+                          retryLater();
+                      }
+                      answered();
+                  });
 }
 
 std::string Brokers::standingError() const {

@@ -72,6 +72,7 @@ public:
         std::size_t applied = 0;             // objects applied and current
         std::uint64_t applies = 0;           // apply calls answered 2xx since start
         std::uint64_t deletes = 0;           // delete calls answered 2xx or 404 since start
+        std::uint64_t released = 0;          // shared objects left to the other nodes applying them
         std::uint64_t recreatedPending = 0;  // broker Pods made again after the pending grace
         std::uint64_t recreatedEnded = 0;    // and after they ended (Failed or Succeeded)
         std::string ownerProblem;            // why the Pods have no owner (the Node cannot be read)
@@ -114,6 +115,8 @@ private:
     void readNode();
     void reconcile();
     void answered();
+    void removeObject(const std::string& key, const DeletePreconditions& preconditions);
+    void withdrawShared(const std::string& key);
     std::string standingError() const;
     void retryLater();
     void objectGone(const std::string& resource, const boost::json::object& object);

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include <boost/json.hpp>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -215,6 +216,16 @@ KubeApiDouble::Response KubeApiDouble::request(const std::string& method, const 
 KubeApiDouble::Response KubeApiDouble::control(const std::string& method, const std::string& what,
                                                const std::string& body) const {
     return request(method, "/_double/" + what, body);
+}
+
+std::int64_t KubeApiDouble::requestCount(const std::string& key) const {
+    boost::system::error_code ec;
+    const boost::json::value answer = boost::json::parse(control("GET", "requests").body, ec);
+    if (ec || !answer.is_object()) return -1;
+    const boost::json::value* counts = answer.as_object().if_contains("counts");
+    if (!counts || !counts->is_object()) return -1;
+    const boost::json::value* count = counts->as_object().if_contains(key);
+    return count ? count->to_number<std::int64_t>() : 0;
 }
 
 }  // namespace devlet::test

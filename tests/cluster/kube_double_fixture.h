@@ -4,6 +4,7 @@
 // kubeconfig for it, and its control endpoints. Owns the child; stops it on destruction.
 // Used from the test's thread. Meson passes the paths in the environment (kube_double_env).
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -58,6 +59,9 @@ public:
                      const std::string& contentType, const std::string& token) const;
     // The control endpoints under /_double/ (README.md in kube_api_double/).
     Response control(const std::string& method, const std::string& what, const std::string& body = "") const;
+    // How many requests of a kind it has answered ("delete services", "list leases"; the
+    // keys of GET /_double/requests); -1 when it does not say.
+    std::int64_t requestCount(const std::string& key) const;
 
     // The API server "down" and back: stop accepting and drop every connection (clients see
     // connection refused), then accept again on the same port. Objects survive.

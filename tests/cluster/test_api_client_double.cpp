@@ -19,14 +19,6 @@ namespace {
 
 namespace json = boost::json;
 
-std::int64_t requestCount(const test::KubeApiDouble& api, const std::string& key) {
-    boost::system::error_code ec;
-    json::value answer = json::parse(api.control("GET", "requests").body, ec);
-    if (ec || !answer.is_object()) return -1;
-    const json::value* v = answer.at("counts").as_object().if_contains(key);
-    return v ? v->to_number<std::int64_t>() : 0;
-}
-
 class ApiClientDoubleTest : public ::testing::Test, protected ApiClientLoop {
 protected:
     explicit ApiClientDoubleTest(test::KubeApiDouble::Options options = withBookmarks())
@@ -118,7 +110,7 @@ TEST_F(ApiClientDoubleTest, TooManyRequestsWaitsForRetryAfter) {
     auto created = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
     EXPECT_EQ(created.code, 201) << created.describe();
     EXPECT_EQ(created.attempts, 3);
-    EXPECT_EQ(requestCount(api, "create leases"), 3);
+    EXPECT_EQ(api.requestCount("create leases"), 3);
 }
 
 struct Recorder {
@@ -164,7 +156,7 @@ TEST_F(ApiClientDoubleTest, InformerFollowsBookmarksAndResumesAfterClosedConnect
     EXPECT_EQ(recorder.events, (std::vector<std::string>{"added cam-0 node-a", "added cam-1 node-b",
                                                          "modified cam-0 node-c"}));
     EXPECT_EQ(informer.state().lists, 1u);
-    EXPECT_EQ(requestCount(api, "list leases"), 1);
+    EXPECT_EQ(api.requestCount("list leases"), 1);
 }
 
 TEST_F(ApiClientDoubleTest, InformerListsAgainWhenTheWatchExpires) {

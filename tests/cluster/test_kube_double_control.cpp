@@ -50,21 +50,15 @@ std::int64_t requestsField(const KubeApiDouble& api, const char* field) {
     return v->is_bool() ? v->as_bool() : v->to_number<std::int64_t>();
 }
 
-std::int64_t count(const KubeApiDouble& api, const std::string& key) {
-    const json::object answer = parse(api.control("GET", "requests").body);
-    const json::value* v = answer.at("counts").as_object().if_contains(key);
-    return v ? v->to_number<std::int64_t>() : 0;
-}
-
 TEST(KubeApiDouble, CountsRequestsPerVerbAndResource) {
     TempDir dir;
     KubeApiDouble api(dir.path());
     EXPECT_EQ(api.request("POST", kLeases, leaseJson("a", "node-1")).status, 201);
     EXPECT_EQ(api.request("GET", kLeases + "/a").status, 200);
     EXPECT_EQ(api.request("GET", kLeases).status, 200);
-    EXPECT_EQ(count(api, "create leases"), 1);
-    EXPECT_EQ(count(api, "get leases"), 1);
-    EXPECT_EQ(count(api, "list leases"), 1);
+    EXPECT_EQ(api.requestCount("create leases"), 1);
+    EXPECT_EQ(api.requestCount("get leases"), 1);
+    EXPECT_EQ(api.requestCount("list leases"), 1);
     EXPECT_EQ(api.control("DELETE", "requests").status, 200);
     EXPECT_EQ(requestsField(api, "total"), 0);
 }

@@ -7,6 +7,7 @@
 // away; a brokerJobSpec makes a Job; a failed broker shows on the status API; with the
 // packaged Role's rights the Pods are made without an owner, and the status says why.
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -342,13 +343,7 @@ TEST_F(ClusterBrokersTest, RestartAppliesAgainAndChangesNothing) {
         startDaemon(node);
     }
     // Each node applies its Pods and Services again after the restart.
-    auto applies = [&] {
-        const auto answer = api_->control("GET", "requests");
-        const json::value doc = json::parse(answer.body);
-        const json::value* pods = doc.at("counts").as_object().if_contains("patch pods");
-        const json::value* services = doc.at("counts").as_object().if_contains("patch services");
-        return (pods ? pods->to_number<int>() : 0) + (services ? services->to_number<int>() : 0);
-    };
+    auto applies = [&] { return api_->requestCount("patch pods") + api_->requestCount("patch services"); };
     // node-a: two Pods and two Services; node-b: one Pod and two Services.
     ASSERT_TRUE(waitUntil([&] { return applies() >= 7; })) << applies();
     EXPECT_EQ(versions(), before) << "the same apply again changes nothing";
@@ -358,11 +353,37 @@ TEST_F(ClusterBrokersTest, DeviceGoneTakesItsBrokersAndServices) {
     const std::string camera = waitForEverything();
     ASSERT_FALSE(camera.empty());
     const std::string local = localInstance();
+    // Both nodes apply both Services (the field managers that own their spec).
+    auto appliers = [](const json::object& service) {
+        std::set<std::string> managers;
+        for (const json::value& entry : service.at("metadata").at("managedFields").as_array()) {
+            if (entry.at("fieldsV1").as_object().contains("f:spec"))
+                managers.insert(std::string(entry.at("manager").as_string()));
+        }
+        return managers;
+    };
+    const std::set<std::string> both = {"devlet-node-a", "devlet-node-b"};
+    ASSERT_TRUE(waitUntil([&] {
+        const auto all = services();
+        return all.size() == 2 &&
+               std::all_of(all.begin(), all.end(), [&](const auto& s) { return appliers(s.second) == both; });
+    })) << json::serialize(services().begin()->second.at("metadata"));
+    std::map<std::string, std::string> uids;
+    for (const auto& [name, service] : services())
+        uids[name] = std::string(service.at("metadata").at("uid").as_string());
     writeFile(availability(nodes_[0]), "OFFLINE\n");
     ASSERT_TRUE(waitUntil([&] { return !pods().count("node-a-" + camera + "-pod"); }))
         << names(pods()).size();
-    // node-b still sees the camera: its broker and the Services stay (or come back).
-    ASSERT_TRUE(waitUntil([&] { return services().size() == 2; }));
+    // node-b still sees the camera: its broker stays, and the Services are never deleted
+    // under it; node-a only takes its own fields back.
+    ASSERT_TRUE(nodes_[0].daemon->waitForLog("left services/" + camera + "-svc to devlet-node-b", 30s));
+    ASSERT_TRUE(nodes_[0].daemon->waitForLog("left services/cams-svc to devlet-node-b", 30s));
+    ASSERT_EQ(services().size(), 2u);
+    for (const auto& [name, service] : services()) {
+        EXPECT_EQ(std::string(service.at("metadata").at("uid").as_string()), uids[name]) << name;
+        EXPECT_EQ(appliers(service), std::set<std::string>{"devlet-node-b"}) << name;
+    }
+    EXPECT_EQ(api_->requestCount("delete services"), 0);
     EXPECT_TRUE(pods().count("node-b-" + camera + "-pod"));
     EXPECT_TRUE(pods().count(local + "-pod"));
 

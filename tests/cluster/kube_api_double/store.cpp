@@ -385,12 +385,18 @@ std::optional<std::uint64_t> parseVersion(const std::string& s) {
     return std::stoull(s);
 }
 
-// Everything but what only the server writes, to tell a no-op write from a change.
+// Everything but what only the server writes, to tell a no-op write from a change. Who
+// manages which fields counts (a second manager applying the same values is a write, as
+// upstream); when they last wrote does not.
 json::object comparable(json::object o) {
     json::object& m = child(o, "metadata");
     m.erase("resourceVersion");
-    m.erase("managedFields");
     m.erase("generation");
+    if (json::value* managed = m.if_contains("managedFields"); managed && managed->is_array()) {
+        for (json::value& entry : managed->as_array()) {
+            if (entry.is_object()) entry.as_object().erase("time");
+        }
+    }
     return o;
 }
 
@@ -667,17 +673,28 @@ void Store::recordManager(json::object& object, const std::string& manager, cons
     json::object& meta = child(object, "metadata");
     json::value& mf = meta["managedFields"];
     if (!mf.is_array()) mf = json::array{};
+    json::object fields = fieldsV1(fieldsFrom);
+    json::array& entries = mf.as_array();
+    auto same = std::find_if(entries.begin(), entries.end(), [&](const json::value& e) {
+        return e.is_object() && str(e.as_object(), {"manager"}) == manager &&
+               str(e.as_object(), {"operation"}) == operation;
+    });
+    // As upstream: a manager that owns no field any more has no entry.
+    if (fields.empty()) {
+        if (same != entries.end()) entries.erase(same);
+        if (entries.empty()) meta.erase("managedFields");
+        return;
+    }
+    // An unchanged entry keeps its time, so that a no-op write stays one.
+    if (same != entries.end() && same->as_object()["fieldsV1"] == json::value(fields)) return;
     json::object entry{
         {"manager", manager},   {"operation", operation},   {"apiVersion", str(object, {"apiVersion"})},
-        {"time", nowRfc3339()}, {"fieldsType", "FieldsV1"}, {"fieldsV1", fieldsV1(fieldsFrom)}};
-    for (auto& e : mf.as_array()) {
-        if (e.is_object() && str(e.as_object(), {"manager"}) == manager &&
-            str(e.as_object(), {"operation"}) == operation) {
-            e = std::move(entry);
-            return;
-        }
+        {"time", nowRfc3339()}, {"fieldsType", "FieldsV1"}, {"fieldsV1", std::move(fields)}};
+    if (same != entries.end()) {
+        *same = std::move(entry);
+    } else {
+        entries.push_back(std::move(entry));
     }
-    mf.as_array().push_back(std::move(entry));
 }
 
 void Store::commit(const ResourceType& type, const std::string& ns, const std::string& kind,
@@ -730,6 +747,8 @@ Outcome Store::create(const ResourceType& type, const std::string& ns, json::val
     if (!str(obj, {"metadata", "resourceVersion"}).empty())
         return failure(422, "Invalid", "resourceVersion should not be set on objects to be created",
                        {{"name", name}, {"kind", type.kind}});
+    // The manager owns what it sent, not the defaults the server fills in.
+    const json::object sent = obj;
     applyDefaults(type, obj, nextClusterIp_);
     if (auto causes = validate(type, obj); !causes.empty()) return invalid(type, name, causes);
     const Key key{type.resource, type.namespaced ? ns : "", name};
@@ -742,7 +761,7 @@ Outcome Store::create(const ResourceType& type, const std::string& ns, json::val
     meta.erase("managedFields");
     meta.erase("deletionTimestamp");
     if (type.resource != "secrets" && type.resource != "namespaces") meta["generation"] = 1;
-    recordManager(obj, o.fieldManager, o.operation, obj);
+    recordManager(obj, o.fieldManager, o.operation, sent);
     if (o.dryRun) return {201, obj};
     commit(type, type.namespaced ? ns : "", "ADDED", obj, nullptr);
     objects_[key].object = obj;
@@ -833,11 +852,11 @@ Outcome Store::commitUpdate(const ResourceType& type, const Key& key, json::obje
         type.resource == "jobs" || type.resource == "namespaces")
         applyDefaults(type, updated, nextClusterIp_);
     if (auto causes = validate(type, updated); !causes.empty()) return invalid(type, name, causes);
+    recordManager(updated, o.fieldManager, operation, fieldsFrom);
     if (comparable(updated) == comparable(old)) return {200, old};  // a no-op write keeps the version
     if (json::object& m = child(updated, "metadata");
         m.contains("generation") && specOf(updated) != specOf(old))
         m["generation"] = m["generation"].to_number<std::int64_t>() + 1;
-    recordManager(updated, o.fieldManager, operation, fieldsFrom);
     if (o.dryRun) return {200, updated};
     auto previous = std::make_shared<const json::object>(old);
     commit(type, std::get<1>(key), "MODIFIED", updated, previous);
