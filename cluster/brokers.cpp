@@ -263,7 +263,7 @@ std::map<std::string, Brokers::Wanted> Brokers::wanted(const std::vector<Configu
         for (const InstanceView& i : view.instances) {
             if (!i.offered) continue;
             anyOffered = true;
-            if (!c.brokerPodSpec.empty()) addPod(out, c, i);
+            if (!c.brokerPodSpec.empty() && couldHoldSlot(i)) addPod(out, c, i);
             if (!c.brokerJobSpec.empty()) addJob(out, c, i);
             if (!c.instanceServiceSpec.empty()) {
                 addService(out, instanceServiceName(i.name), c.instanceServiceSpec,
@@ -277,6 +277,17 @@ std::map<std::string, Brokers::Wanted> Brokers::wanted(const std::vector<Configu
         }
     }
     return out;
+}
+
+// A shared instance's broker goes only to a node that holds one of its slots or could take
+// one: where other nodes hold them all, the kubelet can only refuse the Pod at admission,
+// and Akri, which makes it anyway and makes it again when it fails, floods the node with
+// failed Pods (akri#849). While the API cannot say who holds what, nothing is taken away.
+bool Brokers::couldHoldSlot(const InstanceView& i) const {
+    if (!i.device.shared || !inventory_.clusterUnavailable().empty()) return true;
+    return std::any_of(i.slots.begin(), i.slots.end(), [&](const Slot& slot) {
+        return slot.held() || !i.heldElsewhere.count(slot.deviceId);
+    });
 }
 
 void Brokers::addPod(std::map<std::string, Wanted>& out, const Configuration& c,

@@ -105,6 +105,7 @@ private:
     };
     // By "<resource>/<name>": every object this node should have applied now.
     std::map<std::string, Wanted> wanted(const std::vector<ConfigurationView>& views) const;
+    bool couldHoldSlot(const InstanceView& i) const;
     void addPod(std::map<std::string, Wanted>& out, const Configuration& c, const InstanceView& i) const;
     void addJob(std::map<std::string, Wanted>& out, const Configuration& c, const InstanceView& i) const;
     void addService(std::map<std::string, Wanted>& out, const std::string& name, const std::string& spec,

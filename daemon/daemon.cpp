@@ -476,7 +476,11 @@ void Daemon::startSlotLeases() {
     options.durationSeconds = static_cast<int>(settings_.cluster.leaseDuration.count());
     slotLeases_ =
         std::make_unique<kube::SlotLeases>(loop_, *kubeClient_, *allocateClient_, *inventory_, options);
-    slotLeases_->onStateChanged([this] { clusterStateChanged(); });
+    slotLeases_->onStateChanged([this] {
+        clusterStateChanged();
+        // Who holds which shared slot decides where a shared instance's broker may go.
+        if (brokers_) brokers_->inventoryChanged();
+    });
     inventory_->setSharedSlotGate(slotLeases_.get());
     // Watching the Leases is also how devlet knows the API server answers, without polling.
     slotLeases_->start();

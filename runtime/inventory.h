@@ -178,6 +178,7 @@ public:
     // `why`: every free slot of a shared device is then Unhealthy and refused with it.
     // Empty: shared slots are offered again (but those setHeldElsewhere names).
     void setClusterUnavailable(std::string why);
+    const std::string& clusterUnavailable() const { return clusterUnavailable_; }
     // The slots of shared devices this node holds.
     std::vector<std::string> heldSharedSlots() const;
     // Free slots this node may not offer, and why: listed Unhealthy and refused until

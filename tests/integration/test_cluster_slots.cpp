@@ -458,6 +458,32 @@ TEST_F(ClusterSlotsTest, ReadmeClusterCamerasExampleGivesTheCameraToOneBroker) {
     for (auto& t : admissions) t.join();
     EXPECT_EQ(granted.load(), 1);
     expectNoSlotTwice(clusterHolds());
+
+    // The nodes that lost take their brokers back (the kubelet could only refuse them, and
+    // Akri would make them again and again); the winner's broker stays.
+    std::string winner;
+    ASSERT_TRUE(eventually(
+        [&] {
+            pods = list(
+                "/api/v1/namespaces/devlet/pods?labelSelector=akri.sh%2Fconfiguration%3Dcluster-cameras");
+            if (pods.size() != 1) return false;
+            winner = std::string(pods.begin()->second.at("spec").at("nodeName").as_string());
+            return true;
+        },
+        30s))
+        << pods.size();
+    // The winner's broker ends: the camera is free, and every node offers a broker again.
+    for (Node& node : nodes_) {
+        if (node.name == winner) node.kubelet->removePod("devlet", winner + "-" + instance + "-pod");
+    }
+    EXPECT_TRUE(eventually(
+        [&] {
+            pods = list(
+                "/api/v1/namespaces/devlet/pods?labelSelector=akri.sh%2Fconfiguration%3Dcluster-cameras");
+            return pods.size() == 3;
+        },
+        60s))
+        << pods.size();
 }
 
 }  // namespace
