@@ -195,7 +195,7 @@ TEST(KubeApiDouble, TokensAndRulesDecideWhoMayDoWhat) {
 TEST(KubeApiDouble, NamedRulesAllowOnlyThoseObjects) {
     TempDir dir;
     KubeApiDouble::Options options;
-    options.tokens = {"admin admin", "node node-a allow=secrets:get:camera-creds allow=leases"};
+    options.tokens = {"admin admin", "node node-a allow=secrets:get,list:camera-creds allow=leases"};
     KubeApiDouble api(dir.path(), options);
     const std::string secrets = "/api/v1/namespaces/default/secrets";
     for (const char* name : {"camera-creds", "other"})
@@ -207,8 +207,34 @@ TEST(KubeApiDouble, NamedRulesAllowOnlyThoseObjects) {
                   201);
     EXPECT_EQ(api.request("GET", secrets + "/camera-creds", "", "", "node").status, 200);
     EXPECT_EQ(api.request("GET", secrets + "/other", "", "", "node").status, 403);
-    EXPECT_EQ(api.request("GET", secrets, "", "", "node").status, 403);  // list is never by name
+    EXPECT_EQ(api.request("GET", secrets, "", "", "node").status, 403);  // a list of everything
+    // A list or watch selecting the granted name by metadata.name is granted, as in RBAC.
+    EXPECT_EQ(
+        api.request("GET", secrets + "?fieldSelector=metadata.name%3Dcamera-creds", "", "", "node").status,
+        200);
+    EXPECT_EQ(api.request("GET", secrets + "?fieldSelector=metadata.name%3Dother", "", "", "node").status,
+              403);
     EXPECT_EQ(api.request("POST", kLeases, leaseJson("l", "n"), "application/json", "node").status, 201);
+}
+
+// A rule with namespaces is a Role's; without, a ClusterRole's (also cluster-scoped objects).
+TEST(KubeApiDouble, NamespacedRulesStayInTheirNamespaces) {
+    TempDir dir;
+    KubeApiDouble::Options options;
+    options.namespaces = {"other"};
+    options.tokens = {"admin admin", "node node-a allow=leases:get,list,create::default allow=nodes:get"};
+    KubeApiDouble api(dir.path(), options);
+    const std::string other = "/apis/coordination.k8s.io/v1/namespaces/other/leases";
+    EXPECT_EQ(api.request("GET", kLeases, "", "", "node").status, 200);
+    EXPECT_EQ(api.request("POST", kLeases, leaseJson("l", "n"), "application/json", "node").status, 201);
+    EXPECT_EQ(api.request("GET", other, "", "", "node").status, 403);
+    EXPECT_EQ(api.request("POST", other, leaseJson("l", "n"), "application/json", "node").status, 403);
+    ASSERT_EQ(api.request("POST", "/api/v1/nodes",
+                          R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"node-a"}})",
+                          "application/json", "admin")
+                  .status,
+              201);
+    EXPECT_EQ(api.request("GET", "/api/v1/nodes/node-a", "", "", "node").status, 200);
 }
 
 TEST(KubeApiDouble, ClientCertificateSignedByTheTestCaAuthenticates) {

@@ -48,8 +48,9 @@ constexpr char kBrokerSpec[] = R"(  brokerSpec:
 )";
 
 // The rules of rbac.yaml's Role and ClusterRole as the API double's token rules
-// ("allow=RESOURCES:VERBS" each; the double has no API groups, and a resource's plural
-// names it well enough here). rbac.yaml lies beside node-kubeconfig.
+// ("allow=RESOURCES:VERBS::NAMESPACE" for the Role's, "allow=RESOURCES:VERBS" for the
+// ClusterRole's; the double has no API groups, and a resource's plural names it well
+// enough here). rbac.yaml lies beside node-kubeconfig.
 std::string packagedRules() {
     const char* script = std::getenv("DEVLET_NODE_KUBECONFIG");
     if (!script) return "";
@@ -64,8 +65,11 @@ std::string packagedRules() {
                 for (const YAML::Node& item : list) out += (out.empty() ? "" : ",") + item.as<std::string>();
                 return out;
             };
+            // A Role's rules hold in its namespace only.
+            const std::string where =
+                kind == "Role" ? "::" + document["metadata"]["namespace"].as<std::string>() : "";
             rules += (rules.empty() ? "" : " ") + std::string("allow=") + joined(rule["resources"]) + ":" +
-                     joined(rule["verbs"]);
+                     joined(rule["verbs"]) + where;
         }
     }
     return rules;

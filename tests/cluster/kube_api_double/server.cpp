@@ -50,11 +50,15 @@ struct Options {
 
 struct Rule {
     bool allow = true;
-    std::set<std::string> resources, verbs, names;  // empty or "*": any
-    bool matches(const std::string& resource, const std::string& verb, const std::string& name) const {
+    // Empty or "*": any. `namespaces` as a Role's (its namespace) or a ClusterRole's (any,
+    // and the only way to reach cluster-scoped objects, whose namespace is "").
+    std::set<std::string> resources, verbs, names, namespaces;
+    bool matches(const std::string& resource, const std::string& verb, const std::string& name,
+                 const std::string& ns) const {
         auto any = [](const std::set<std::string>& s, const std::string& v) {
             return s.empty() || s.contains("*") || s.contains(v);
         };
+        if (!any(namespaces, ns)) return false;
         // As RBAC's resourceNames: a rule naming objects never covers create, nor a list or
         // watch that does not select one of those names by metadata.name.
         return any(resources, resource) && any(verbs, verb) &&
@@ -65,13 +69,14 @@ struct Rule {
 struct Identity {
     std::string user;
     std::vector<Rule> rules;
-    bool permits(const std::string& resource, const std::string& verb, const std::string& name) const {
+    bool permits(const std::string& resource, const std::string& verb, const std::string& name,
+                 const std::string& ns) const {
         bool anyAllow = false, allowed = false;
         for (const auto& r : rules) {
-            if (!r.allow && r.matches(resource, verb, name)) return false;
+            if (!r.allow && r.matches(resource, verb, name, ns)) return false;
             if (r.allow) {
                 anyAllow = true;
-                allowed = allowed || r.matches(resource, verb, name);
+                allowed = allowed || r.matches(resource, verb, name, ns);
             }
         }
         return !anyAllow || allowed;
@@ -119,13 +124,15 @@ public:
                 std::vector<std::string> fields;
                 std::stringstream parts(spec);
                 for (std::string f; std::getline(parts, f, ':');) fields.push_back(f);
-                if (fields.empty() || fields.size() > 3)
-                    return path_ + ":" + std::to_string(number) + ": a rule is RESOURCES[:VERBS[:NAMES]]";
+                if (fields.empty() || fields.size() > 4)
+                    return path_ + ":" + std::to_string(number) +
+                           ": a rule is RESOURCES[:VERBS[:NAMES[:NAMESPACES]]]";
                 Rule r;
                 r.allow = allow;
                 r.resources = splitSet(fields[0]);
                 if (fields.size() > 1) r.verbs = splitSet(fields[1]);
                 if (fields.size() > 2) r.names = splitSet(fields[2]);
+                if (fields.size() > 3) r.namespaces = splitSet(fields[3]);
                 id.rules.push_back(std::move(r));
             }
             tokens[token] = std::move(id);
@@ -669,7 +676,7 @@ private:
             }
         }
         if (r.kind == Route::Kind::Resource && identity &&
-            !identity->permits(r.type->resource, r.verb, authorizedName)) {
+            !identity->permits(r.type->resource, r.verb, authorizedName, r.ns)) {
             std::string where = r.ns.empty() ? " at the cluster scope" : " in the namespace \"" + r.ns + "\"";
             out = failure(403, "Forbidden",
                           r.type->qualified() + (r.name.empty() ? "" : " \"" + r.name + "\"") +
