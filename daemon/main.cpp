@@ -120,13 +120,23 @@ int runCommand(const std::vector<std::string>& args) {
     return daemon.run();
 }
 
+// What the `config` commands read files with: the daemon's handlers, and the settings
+// (the resource domain shapes valid names, the cluster namespace the RBAC).
+struct ConfigReading {
+    devlet::HandlerRegistry handlers;
+    devlet::LoadedSettings settings = devlet::loadSettings({});
+    std::string domain() const {
+        return settings.problems.empty() ? settings.settings.resourceDomain : "akri.sh";
+    }
+    ConfigReading() { registerHandlers(handlers); }
+};
+
 int configCheck(const std::vector<std::string>& files) {
     if (files.empty()) return usageError("config check needs at least one file");
-    devlet::HandlerRegistry handlers;
-    registerHandlers(handlers);
-    // The resource domain shapes valid names: take it from the settings when they load.
-    devlet::LoadedSettings settings = devlet::loadSettings({});
-    const std::string domain = settings.problems.empty() ? settings.settings.resourceDomain : "akri.sh";
+    ConfigReading reading;
+    const devlet::HandlerRegistry& handlers = reading.handlers;
+    const devlet::LoadedSettings& settings = reading.settings;
+    const std::string domain = reading.domain();
     if (!settings.problems.empty()) {
         std::cerr << "devlet: the settings do not load (" << settings.problems.front().str()
                   << "); checking resource names against the default domain akri.sh\n";
@@ -156,15 +166,14 @@ int configCheck(const std::vector<std::string>& files) {
 // credentials from Secrets"): list and watch (all devlet asks), by resourceNames, per namespace.
 int configRbac(const std::vector<std::string>& files) {
     if (files.empty()) return usageError("config rbac needs at least one file");
-    devlet::HandlerRegistry handlers;
-    registerHandlers(handlers);
-    devlet::LoadedSettings settings = devlet::loadSettings({});
-    const std::string domain = settings.problems.empty() ? settings.settings.resourceDomain : "akri.sh";
-    const std::string home = settings.problems.empty() ? settings.settings.cluster.namespaceName : "devlet";
+    ConfigReading reading;
+    const std::string domain = reading.domain();
+    const std::string home =
+        reading.settings.problems.empty() ? reading.settings.settings.cluster.namespaceName : "devlet";
     std::map<std::string, std::set<std::string>> secrets;  // namespace -> names
     bool valid = true;
     for (const std::string& file : files) {
-        devlet::ParsedConfigurations parsed = devlet::loadConfigurationFile(file, handlers, domain);
+        devlet::ParsedConfigurations parsed = devlet::loadConfigurationFile(file, reading.handlers, domain);
         for (const auto& problem : parsed.problems) std::cerr << problem.str() << "\n";
         valid = valid && parsed.problems.empty();
         for (const auto& configuration : parsed.configurations) {
