@@ -15,8 +15,7 @@
 
 #include "probes/onvif/username_token.h"
 #include "tests/cluster/kube_double_fixture.h"
-#include "tests/integration/fixture.h"
-#include "tests/probes/onvif/network_lab.h"
+#include "tests/integration/onvif_lab_test.h"
 #include "tests/status/status_test_support.h"
 
 namespace devlet::test {
@@ -67,13 +66,11 @@ spec:
   capacity: 1
 )";
 
-class ClusterOnvifCredentialsTest : public DaemonTest {
+class ClusterOnvifCredentialsTest : public OnvifLabTest {
 protected:
     void SetUp() override {
-        lab_ = std::make_unique<onvif::test::NetworkLab>();
-        if (!lab_->unavailable().empty()) GTEST_SKIP() << "skipped: " << lab_->unavailable();
-        ASSERT_TRUE(lab_->broken().empty()) << lab_->broken();
-        DaemonTest::SetUp();
+        OnvifLabTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
         // The API double lives in devlet's namespace, where devlet can reach its loopback.
         ASSERT_TRUE(lab_->enter());
         try {
@@ -110,20 +107,7 @@ protected:
     }
 
     void camera(int host, const std::string& uuid, const std::string& user, const std::string& password) {
-        const std::string ns = lab_->addCameraHost(host);
-        const std::string ready = (dir_.path() / ("ready-" + std::to_string(host))).string();
-        lab_->start(ns, {ONVIF_CAMERA, "--address", "192.0.2." + std::to_string(host), "--uuid", uuid,
-                         "--user", user, "--password", password, "--ready-file", ready});
-        const auto deadline = std::chrono::steady_clock::now() + 20s;
-        while (!std::filesystem::exists(ready) && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(20ms);
-        ASSERT_TRUE(std::filesystem::exists(ready));
-    }
-
-    void startDaemon() {
-        ASSERT_TRUE(lab_->enter());
-        daemon_->start();
-        lab_->leave();
+        startCamera(host, {"--uuid", uuid, "--user", user, "--password", password});
     }
 
     // An API request made from devlet's namespace, as the admin.
@@ -170,7 +154,6 @@ protected:
         return count;
     }
 
-    std::unique_ptr<onvif::test::NetworkLab> lab_;
     std::unique_ptr<KubeApiDouble> api_;
 };
 

@@ -12,7 +12,7 @@
 
 #include "tests/integration/fault_support.h"
 #include "tests/integration/fixture.h"
-#include "tests/probes/onvif/network_lab.h"
+#include "tests/integration/onvif_lab_test.h"
 
 namespace devlet::test {
 namespace {
@@ -38,31 +38,19 @@ private:
     std::vector<std::string> healths_;
 };
 
-class OnvifFlappingTest : public DaemonTest {
+class OnvifFlappingTest : public OnvifLabTest {
 protected:
     void SetUp() override {
-        lab_ = std::make_unique<onvif::test::NetworkLab>();
-        if (!lab_->unavailable().empty()) GTEST_SKIP() << "skipped: " << lab_->unavailable();
-        ASSERT_TRUE(lab_->broken().empty()) << lab_->broken();
-        DaemonTest::SetUp();
+        OnvifLabTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
         ASSERT_TRUE(kubelet_->start());
-    }
-    void TearDown() override {
-        DaemonTest::TearDown();
-        lab_.reset();
     }
 
     // One camera that fails every second liveness check, and devlet looking for it.
     void start(int host, int missedChecks) {
-        const std::string ns = lab_->addCameraHost(host);
-        const std::string ready = (dir_.path() / "ready").string();
-        lab_->start(ns, {ONVIF_CAMERA, "--address", "192.0.2." + std::to_string(host), "--uuid",
-                         "44444444-4444-4444-8444-44444444444" + std::to_string(host % 10), "--fail-every",
-                         "2", "--ready-file", ready});
-        const auto deadline = std::chrono::steady_clock::now() + 20s;
-        while (!std::filesystem::exists(ready) && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(20ms);
-        ASSERT_TRUE(std::filesystem::exists(ready));
+        startCamera(host, {"--uuid", "44444444-4444-4444-8444-44444444444" + std::to_string(host % 10),
+                           "--fail-every", "2"});
+        if (HasFailure()) return;
         writeFile(daemon_->confDir() / "onvif.yaml",
                   "apiVersion: akri.sh/v0\n"
                   "kind: Configuration\n"
@@ -77,9 +65,7 @@ protected:
                   "      livenessIntervalSeconds: 1\n"
                   "      missedChecks: " +
                       std::to_string(missedChecks) + "\n  capacity: 2\n");
-        ASSERT_TRUE(lab_->enter());
-        daemon_->start();
-        lab_->leave();
+        startDaemon();
         ASSERT_TRUE(kubelet_->waitFor(
             [&] {
                 for (const std::string& resource : kubelet_->resources()) {

@@ -11,8 +11,7 @@
 #include <boost/json.hpp>
 #include <sys/stat.h>
 
-#include "tests/integration/fixture.h"
-#include "tests/probes/onvif/network_lab.h"
+#include "tests/integration/onvif_lab_test.h"
 #include "tests/status/status_test_support.h"
 
 namespace devlet::test {
@@ -20,13 +19,11 @@ namespace {
 
 constexpr const char* kCl = "akri.sh/onvif-cams";
 
-class OnvifCamerasTest : public DaemonTest {
+class OnvifCamerasTest : public OnvifLabTest {
 protected:
     void SetUp() override {
-        lab_ = std::make_unique<onvif::test::NetworkLab>();
-        if (!lab_->unavailable().empty()) GTEST_SKIP() << "skipped: " << lab_->unavailable();
-        ASSERT_TRUE(lab_->broken().empty()) << lab_->broken();
-        DaemonTest::SetUp();
+        OnvifLabTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
         const std::string credentials = (dir_.path() / "onvif-credentials.yaml").string();
         writeFile(credentials, "networks: [192.0.2.0/24]\ndefault: {username: admin, password: secret}\n");
         chmod(credentials.c_str(), 0600);
@@ -46,37 +43,12 @@ protected:
                       credentials + "\n  capacity: 1\n");
         ASSERT_TRUE(kubelet_->start());
     }
-    void TearDown() override {
-        DaemonTest::TearDown();
-        lab_.reset();
-    }
-
+    // A camera that wants the credentials devlet has, with `extra` options.
     pid_t camera(int host, const std::string& uuid, std::vector<std::string> extra = {}) {
-        const std::string ns = lab_->addCameraHost(host);
-        hosts_[host] = ns;
-        const std::string ready = (dir_.path() / ("ready-" + std::to_string(host))).string();
-        std::vector<std::string> argv = {ONVIF_CAMERA,   "--address",  "192.0.2." + std::to_string(host),
-                                         "--uuid",       uuid,         "--user",
-                                         "admin",        "--password", "secret",
-                                         "--ready-file", ready};
-        argv.insert(argv.end(), extra.begin(), extra.end());
-        const pid_t pid = lab_->start(ns, argv);
-        const auto deadline = std::chrono::steady_clock::now() + 20s;
-        while (!std::filesystem::exists(ready) && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(20ms);
-        EXPECT_TRUE(std::filesystem::exists(ready));
-        return pid;
+        std::vector<std::string> options = {"--uuid", uuid, "--user", "admin", "--password", "secret"};
+        options.insert(options.end(), extra.begin(), extra.end());
+        return startCamera(host, options);
     }
-
-    // devlet starts inside the client namespace: a child forked from a thread that entered it.
-    void startDaemon() {
-        ASSERT_TRUE(lab_->enter());
-        daemon_->start();
-        lab_->leave();
-    }
-
-    std::unique_ptr<onvif::test::NetworkLab> lab_;
-    std::map<int, std::string> hosts_;  // host number -> namespace
 };
 
 TEST_F(OnvifCamerasTest, CamerasAreOfferedWithStreamUrisAndNoSecrets) {
