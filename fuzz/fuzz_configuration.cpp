@@ -1,8 +1,8 @@
 // Fuzz target: configuration files (Akri Configuration YAML, every handler's
 // discoveryDetails), the settings file and Akri's ONVIF credential properties, as text.
 // Each input goes through the parsers, with the four handlers the daemon registers, and
-// the promises their headers make are checked: every problem has a line inside the file (or 0), a file with problems yields
-// no configuration, and what is accepted is usable.
+// the promises their headers make are checked: every problem has a line inside the file (or 0), a file with
+// problems yields no configuration, and what is accepted is usable.
 
 #include <algorithm>
 #include <cstddef>
@@ -76,15 +76,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // The same text as the values of Akri's credential properties (read from Secrets in
     // cluster mode): whatever they hold, the notes name properties, never a value.
     std::vector<std::string> notes;
-    (void)devlet::onvif::CredentialStore::fromAkriProperties(
-        {{"device_credential_list", "[\"entries\"]"},
-         {"entries", text},
-         {"device_credential_ref_list", text},
-         {"username_default", text}},
-        {}, "nowhere", notes);
+    (void)devlet::onvif::CredentialStore::fromAkriProperties({{"device_credential_list", "[\"entries\"]"},
+                                                              {"entries", text},
+                                                              {"device_credential_ref_list", text},
+                                                              {"username_default", text}},
+                                                             {}, "nowhere", notes);
     if (text.size() > 16) {
         for (const std::string& note : notes) {
-            if (note.find(text) != std::string::npos) broken("a credential property's value in a note: " + note);
+            if (note.find(text) != std::string::npos)
+                broken("a credential property's value in a note: " + note);
         }
     }
 
