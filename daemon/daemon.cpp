@@ -303,6 +303,7 @@ void Daemon::reloadConfigurations() {
 void Daemon::restartProbes(const std::vector<Configuration>& configurations) {
     std::set<std::string> wanted;
     for (const Configuration& c : configurations) wanted.insert(c.name);
+    std::erase_if(referenceProblems_, [&](const auto& entry) { return !wanted.count(entry.first); });
     for (auto it = probes_.begin(); it != probes_.end();) {
         if (wanted.count(it->first)) {
             ++it;
