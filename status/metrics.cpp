@@ -193,6 +193,9 @@ std::string inventoryMetricsText(const StatusSnapshot& s) {
         e.family("devlet_cluster_slots_held_elsewhere", "gauge",
                  "Slots of shared devices other nodes hold now: listed Unhealthy here.");
         e.sample("devlet_cluster_slots_held_elsewhere", static_cast<double>(s.cluster.slotsElsewhere));
+        e.family("devlet_cluster_secret_problems", "gauge",
+                 "valueFrom properties a configuration lacks: its Secret or key missing or not readable.");
+        e.sample("devlet_cluster_secret_problems", static_cast<double>(s.cluster.secretProblems.size()));
         e.family("devlet_cluster_broker_pods", "gauge",
                  "This node's broker Pods (brokerSpec.brokerPodSpec).");
         e.sample("devlet_cluster_broker_pods", static_cast<double>(s.cluster.brokers.size()));

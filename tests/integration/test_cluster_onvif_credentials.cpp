@@ -250,6 +250,8 @@ TEST_F(ClusterOnvifCredentialsTest, SecretTheRoleDoesNotGrantIsNamedInTheStatus)
                                   "cams/other-secret not read yet (listing"),
               std::string::npos)
         << command.output;
+    // And /metrics, for an alert.
+    EXPECT_NE(statusApi("/metrics").find("\ndevlet_cluster_secret_problems 3\n"), std::string::npos);
     EXPECT_NE(daemon_->log().find("cannot read Secret cams/other-secret: listing "
                                   "/api/v1/namespaces/cams/secrets: 403 Forbidden"),
               std::string::npos);
