@@ -102,11 +102,29 @@ void printStatus(const json::object& doc) {
                   << ", namespace " << field(cluster, "namespace") << "; Leases held here "
                   << field(cluster, "leasesHeld") << " of " << field(cluster, "leasesSeen")
                   << ", shared slots held on other nodes " << field(cluster, "slotsHeldElsewhere");
+        const json::value* watching = cluster.if_contains("watchCurrent");
+        if (!(watching && watching->is_bool() && watching->as_bool())) std::cout << "; Lease watch not open";
         if (!field(cluster, "lastError").empty())
             std::cout << "; last error: " << field(cluster, "lastError");
         std::cout << "\n";
         for (const json::value& problem : arrayAt(cluster, "secretProblems"))
             std::cout << "cluster: " << text(&problem) << "\n";
+        // One line per broker Pod of this node: what the API says of it.
+        for (const json::value& v : arrayAt(cluster, "brokers")) {
+            if (!v.is_object()) continue;
+            const json::object& b = v.as_object();
+            const json::value* failed = b.if_contains("failed");
+            std::cout << "broker " << field(b, "pod") << " (" << field(b, "configuration")
+                      << "): " << (field(b, "phase").empty() ? "not seen yet" : field(b, "phase"));
+            if (!field(b, "reason").empty()) std::cout << ", " << field(b, "reason");
+            if (failed && failed->is_bool() && failed->as_bool()) std::cout << ", failed";
+            if (const json::value* n = b.if_contains("recreations");
+                n && n->is_number() && n->to_number<int>() > 0)
+                std::cout << "; made again " << text(n) << " time(s), last: " << field(b, "recreatedBecause");
+            std::cout << "\n";
+        }
+        if (!field(cluster, "brokersError").empty())
+            std::cout << "brokers: " << field(cluster, "brokersError") << "\n";
     }
     for (const json::value& error : arrayAt(daemon, "configurationErrors"))
         std::cout << "configuration error: " << text(&error) << "\n";

@@ -507,6 +507,12 @@ TEST_F(ClusterBrokersTest, EndedBrokerIsMadeAgainAndTheStatusSaysWhy) {
         60s))
         << json::serialize(broker);
     EXPECT_EQ(text(broker, "recreatedBecause"), "Failed (Error)");
+    // `devlet status` has a line for it.
+    const CommandResult status =
+        runDevlet({"status", "--listen", "127.0.0.1:" + std::to_string(statusPortFromLog(a.daemon->log()))});
+    EXPECT_NE(status.output.find("\nbroker " + pod + " (cams): "), std::string::npos) << status.output;
+    EXPECT_NE(status.output.find("; made again 2 time(s), last: Failed (Error)\n"), std::string::npos)
+        << status.output;
 }
 
 TEST_F(ClusterBrokersTest, AkriBrokerPodCountCountsEachNodesPods) {
