@@ -92,6 +92,8 @@ public:
     void stop();
     // The inventory's instances or configurations changed: reconciled after the work at hand.
     void inventoryChanged();
+    // Whether a configuration has asked for a broker or Service since start.
+    bool active() const { return watching_; }
 
     const State& state() const { return state_; }
     std::vector<Broker> brokers() const;

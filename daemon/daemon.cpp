@@ -480,7 +480,7 @@ void Daemon::startSlotLeases() {
     slotLeases_->onStateChanged([this] {
         clusterStateChanged();
         // Who holds which shared slot decides where a shared instance's broker may go.
-        if (brokers_) brokers_->inventoryChanged();
+        if (brokers_ && brokers_->active()) brokers_->inventoryChanged();
     });
     inventory_->setSharedSlotGate(slotLeases_.get());
     // Watching the Leases is also how devlet knows the API server answers, without polling.
