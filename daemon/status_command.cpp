@@ -102,8 +102,11 @@ void printStatus(const json::object& doc) {
                   << ", namespace " << field(cluster, "namespace") << "; Leases held here "
                   << field(cluster, "leasesHeld") << " of " << field(cluster, "leasesSeen")
                   << ", shared slots held on other nodes " << field(cluster, "slotsHeldElsewhere");
+        // Reachable, yet the watch is being opened again (unreachable says more already).
         const json::value* watching = cluster.if_contains("watchCurrent");
-        if (!(watching && watching->is_bool() && watching->as_bool())) std::cout << "; Lease watch not open";
+        if (reachable && reachable->is_bool() && reachable->as_bool() &&
+            !(watching && watching->is_bool() && watching->as_bool()))
+            std::cout << "; Lease watch not open";
         if (!field(cluster, "lastError").empty())
             std::cout << "; last error: " << field(cluster, "lastError");
         std::cout << "\n";
