@@ -419,10 +419,13 @@ TEST_F(ClusterSlotsTest, ReadmeClusterCamerasExampleGivesTheCameraToOneBroker) {
             found[std::string(item.at("metadata").at("name").as_string())] = item.as_object();
         return found;
     };
+    // The example's broker Pods, on every node.
+    auto brokers = [&] {
+        return list("/api/v1/namespaces/devlet/pods?labelSelector=akri.sh%2Fconfiguration%3Dcluster-cameras");
+    };
     ASSERT_TRUE(eventually(
         [&] {
-            pods = list(
-                "/api/v1/namespaces/devlet/pods?labelSelector=akri.sh%2Fconfiguration%3Dcluster-cameras");
+            pods = brokers();
             return pods.size() == 3;
         },
         30s))
@@ -464,8 +467,7 @@ TEST_F(ClusterSlotsTest, ReadmeClusterCamerasExampleGivesTheCameraToOneBroker) {
     std::string winner;
     ASSERT_TRUE(eventually(
         [&] {
-            pods = list(
-                "/api/v1/namespaces/devlet/pods?labelSelector=akri.sh%2Fconfiguration%3Dcluster-cameras");
+            pods = brokers();
             if (pods.size() != 1) return false;
             winner = std::string(pods.begin()->second.at("spec").at("nodeName").as_string());
             return true;
@@ -478,8 +480,7 @@ TEST_F(ClusterSlotsTest, ReadmeClusterCamerasExampleGivesTheCameraToOneBroker) {
     }
     EXPECT_TRUE(eventually(
         [&] {
-            pods = list(
-                "/api/v1/namespaces/devlet/pods?labelSelector=akri.sh%2Fconfiguration%3Dcluster-cameras");
+            pods = brokers();
             return pods.size() == 3;
         },
         60s))
