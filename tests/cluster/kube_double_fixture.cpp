@@ -65,6 +65,13 @@ std::string readAll(const std::filesystem::path& path) {
     return s.str();
 }
 
+// A control body naming a user, or {} for every user.
+std::string userBody(const std::string& user) {
+    boost::json::object body;
+    if (!user.empty()) body["user"] = user;
+    return boost::json::serialize(body);
+}
+
 }  // namespace
 
 KubeApiDouble::KubeApiDouble(std::filesystem::path dir) : KubeApiDouble(std::move(dir), Options{}) {}
@@ -216,6 +223,153 @@ KubeApiDouble::Response KubeApiDouble::request(const std::string& method, const 
 KubeApiDouble::Response KubeApiDouble::control(const std::string& method, const std::string& what,
                                                const std::string& body) const {
     return request(method, "/_double/" + what, body);
+}
+
+std::int64_t KubeApiDouble::requestCount(const std::string& key, const std::string& user) const {
+    boost::system::error_code ec;
+    const boost::json::value answer = boost::json::parse(control("GET", "requests").body, ec);
+    if (ec || !answer.is_object()) return -1;
+    const boost::json::value* users = answer.as_object().if_contains("users");
+    if (!users || !users->is_object()) return -1;
+    const boost::json::value* counts = users->as_object().if_contains(user);
+    if (!counts) return 0;
+    const boost::json::value* count = counts->is_object() ? counts->as_object().if_contains(key) : nullptr;
+    return count ? count->to_number<std::int64_t>() : 0;
+}
+
+void KubeApiDouble::controlOrThrow(const std::string& what, const std::string& body) const {
+    const Response answer = control("POST", what, body);
+    if (answer.status != 200)
+        throw std::runtime_error("POST /_double/" + what + ": " + std::to_string(answer.status) + " " +
+                                 answer.body);
+}
+
+void KubeApiDouble::partition(const std::string& user) {
+    controlOrThrow("partition", userBody(user));
+}
+
+void KubeApiDouble::heal(const std::string& user) {
+    controlOrThrow("heal", userBody(user));
+}
+
+void KubeApiDouble::silenceWatches(const std::string& user) {
+    controlOrThrow("silence-watches", userBody(user));
+}
+
+void KubeApiDouble::pause() {
+    controlOrThrow("pause", "");
+}
+
+void KubeApiDouble::resume() {
+    controlOrThrow("resume", "");
+}
+
+KubeApiDouble::OpenRequest KubeApiDouble::startRequest(const std::string& method, const std::string& path,
+                                                       const std::string& token,
+                                                       const std::string& body) const {
+    static std::atomic<unsigned> serial{0};
+    const std::filesystem::path files = dir_ / ("open-request-" + std::to_string(++serial));
+    const std::string auth = files.string() + ".auth";
+    {
+        // The token in a header file, not on a command line other processes can read.
+        std::ofstream h(auth);
+        h << "Authorization: Bearer " << token << "\n";
+        if (!body.empty()) h << "Content-Type: application/json\n";
+    }
+    // -N: every piece of the body reaches the file as it arrives; -D: the header as soon as
+    // it comes, so a test can tell a request still waiting for one.
+    std::vector<std::string> args = {"/usr/bin/curl",
+                                     "-sS",
+                                     "-N",
+                                     "--cacert",
+                                     caPath().string(),
+                                     "-H",
+                                     "@" + auth,
+                                     "-X",
+                                     method,
+                                     "-D",
+                                     files.string() + ".headers",
+                                     "-o",
+                                     files.string() + ".body"};
+    if (!body.empty()) {
+        args.push_back("--data-binary");
+        args.push_back(body);
+    }
+    args.push_back(url() + path);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const std::string logPath = files.string() + ".log";
+    const pid_t pid = fork();
+    if (pid == 0) {
+        const int fd = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    if (pid < 0) throw std::runtime_error("fork failed for curl");
+    return OpenRequest(pid, files);
+}
+
+KubeApiDouble::OpenRequest::OpenRequest(pid_t pid, std::filesystem::path files)
+    : pid_(pid), files_(std::move(files)) {}
+
+KubeApiDouble::OpenRequest::OpenRequest(OpenRequest&& other) noexcept
+    : pid_(other.pid_), files_(std::move(other.files_)) {
+    other.pid_ = -1;
+}
+
+KubeApiDouble::OpenRequest::~OpenRequest() {
+    close();
+}
+
+int KubeApiDouble::OpenRequest::status() const {
+    // "HTTP/1.1 200 OK" once the header has come.
+    const std::string headers = readAll(files_.string() + ".headers");
+    const auto space = headers.find(' ');
+    if (!headers.starts_with("HTTP/") || space == std::string::npos) return 0;
+    try {
+        return std::stoi(headers.substr(space + 1, 3));
+    } catch (const std::exception&) {
+        return 0;
+    }
+}
+
+std::string KubeApiDouble::OpenRequest::body() const {
+    return readAll(files_.string() + ".body");
+}
+
+bool KubeApiDouble::OpenRequest::running() {
+    if (pid_ <= 0) return false;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) != pid_) return true;
+    pid_ = -1;
+    return false;
+}
+
+bool KubeApiDouble::OpenRequest::wait(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (running()) {
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+}
+
+void KubeApiDouble::OpenRequest::close() {
+    if (pid_ > 0) {
+        ::kill(pid_, SIGKILL);  // its sockets close with it
+        int status = 0;
+        waitpid(pid_, &status, 0);
+        pid_ = -1;
+    }
+    if (!files_.empty()) {
+        std::error_code ec;
+        std::filesystem::remove(files_.string() + ".auth", ec);
+    }
 }
 
 std::int64_t KubeApiDouble::requestCount(const std::string& key) const {

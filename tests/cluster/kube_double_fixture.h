@@ -4,6 +4,7 @@
 // kubeconfig for it, and its control endpoints. Owns the child; stops it on destruction.
 // Used from the test's thread. Meson passes the paths in the environment (kube_double_env).
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -18,7 +19,8 @@ public:
     struct Options {
         // Lines of the tokens file: "TOKEN [USER] [allow=|deny=RESOURCES[:VERBS[:NAMES]]]...".
         std::vector<std::string> tokens = {"devlet-token devlet", "admin-token admin"};
-        std::vector<std::string> extraArgs;  // e.g. {"--bookmark-interval", "1"}
+        // e.g. {"--bookmark-interval", "1"}: bookmarks come every 60 s unless a test asks.
+        std::vector<std::string> extraArgs;
         // Namespaces that exist from the start (--namespace), beside default and kube-*.
         std::vector<std::string> namespaces = {"devlet"};
         // Also accept client certificates signed by the test CA (user: the certificate's CN).
@@ -27,6 +29,32 @@ public:
     struct Response {
         int status = 0;  // 0: no HTTP answer (connection refused, timeout)
         std::string body;
+    };
+    // A request left running (curl in the background, no time limit): a watch read as it
+    // streams, or a request the double holds. Closing it, or destroying it, closes the
+    // client's end of the connection, as a client that gives up does.
+    class OpenRequest {
+    public:
+        OpenRequest(OpenRequest&& other) noexcept;
+        OpenRequest& operator=(OpenRequest&&) = delete;
+        ~OpenRequest();
+        // The response's status once its header has arrived; 0 before.
+        int status() const;
+        // The body as far as it has arrived.
+        std::string body() const;
+        // Whether the client still waits: it has neither had its whole answer nor given up.
+        bool running();
+        // Waits up to `timeout` for the client to end (the answer complete, or a failure);
+        // whether it did.
+        bool wait(std::chrono::milliseconds timeout);
+        // The client gives up: its end of the connection closes.
+        void close();
+
+    private:
+        friend class KubeApiDouble;
+        OpenRequest(pid_t pid, std::filesystem::path files);
+        pid_t pid_ = -1;
+        std::filesystem::path files_;  // FILES.headers, FILES.body, FILES.auth, FILES.log
     };
 
     // dir: an empty directory the test owns (pki/, tokens, port, double.log go there).
@@ -57,11 +85,29 @@ public:
                      const std::string& contentType = "application/json") const;
     Response request(const std::string& method, const std::string& path, const std::string& body,
                      const std::string& contentType, const std::string& token) const;
+    // The same request left running: see OpenRequest. A body is sent as application/json.
+    OpenRequest startRequest(const std::string& method, const std::string& path, const std::string& token,
+                             const std::string& body = "") const;
     // The control endpoints under /_double/ (README.md in kube_api_double/).
     Response control(const std::string& method, const std::string& what, const std::string& body = "") const;
     // How many requests of a kind it has answered ("delete services", "list leases"; the
     // keys of GET /_double/requests); -1 when it does not say.
     std::int64_t requestCount(const std::string& key) const;
+    // The same for one user's requests (the tokens file's USER).
+    std::int64_t requestCount(const std::string& key, const std::string& user) const;
+
+    // A network partition of one client, known by its user: its requests hang (answered by
+    // a heal unless it closed them meanwhile), its open watches go silent without closing
+    // and never speak again. heal() with no user heals everyone. The control endpoints
+    // answer whoever asks. These throw std::runtime_error when the double refuses.
+    void partition(const std::string& user);
+    void heal(const std::string& user = "");
+    // Every watch of `user` (of everyone when "") open now delivers nothing more, not even
+    // bookmarks, and stays open; new watches and everything else work.
+    void silenceWatches(const std::string& user = "");
+    // Every API request hangs and every watch holds its events until resume().
+    void pause();
+    void resume();
 
     // The API server "down" and back: stop accepting and drop every connection (clients see
     // connection refused), then accept again on the same port. Objects survive.
@@ -74,6 +120,7 @@ public:
 
 private:
     void start(int port);
+    void controlOrThrow(const std::string& what, const std::string& body) const;
 
     std::filesystem::path dir_;
     Options options_;

@@ -1,12 +1,16 @@
 // The API double's own behaviour that the fidelity tests do not reach through a client:
 // its control endpoints (request counts, injected failures, pause, closing watches,
-// compaction), connection refusal and restart, tokens with rules and client certificates,
-// all through the C++ fixture the cluster tests use.
+// compaction, partitions of one client, silent watches), resourceVersions it has not
+// reached, bookmarks, connection refusal and restart, tokens with rules and client
+// certificates, all through the C++ fixture the cluster tests use.
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <future>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -49,6 +53,30 @@ std::int64_t requestsField(const KubeApiDouble& api, const char* field) {
     if (!v) return -1;
     return v->is_bool() ? v->as_bool() : v->to_number<std::int64_t>();
 }
+
+// Each node its own token and user, as the partition tests need; admin's is the fixture's.
+KubeApiDouble::Options twoNodes(std::vector<std::string> extraArgs = {}) {
+    KubeApiDouble::Options options;
+    options.tokens = {"admin-token admin", "node-a-token node-a", "node-b-token node-b"};
+    options.extraArgs = std::move(extraArgs);
+    return options;
+}
+
+std::string currentVersion(const KubeApiDouble& api) {
+    const json::object answer = parse(api.control("GET", "requests").body);
+    const json::value* v = answer.if_contains("resourceVersion");
+    return v && v->is_string() ? std::string(v->as_string()) : "";
+}
+
+// The body of a watch stays as it is for `quiet` (longer than a bookmark interval of 1 s).
+bool staysUnchanged(KubeApiDouble::OpenRequest& watch, std::chrono::milliseconds quiet) {
+    const std::string before = watch.body();
+    std::this_thread::sleep_for(quiet);
+    return watch.body() == before;
+}
+
+const auto kQuiet = std::chrono::milliseconds(2500);
+const auto kLong = std::chrono::seconds(30);
 
 TEST(KubeApiDouble, CountsRequestsPerVerbAndResource) {
     TempDir dir;
@@ -109,11 +137,254 @@ TEST(KubeApiDouble, InjectedFailuresAnswerTheNextRequestsThenStop) {
 TEST(KubeApiDouble, PauseHoldsRequestsUntilResume) {
     TempDir dir;
     KubeApiDouble api(dir.path());
-    ASSERT_EQ(api.control("POST", "pause").status, 200);
+    api.pause();
     auto held = std::async(std::launch::async, [&] { return api.request("GET", kLeases).status; });
     ASSERT_TRUE(eventually([&] { return requestsField(api, "heldRequests") == 1; }));
-    ASSERT_EQ(api.control("POST", "resume").status, 200);
+    api.resume();
     EXPECT_EQ(held.get(), 200);
+}
+
+TEST(KubeApiDouble, PartitionHoldsOnlyThatUsersRequests) {
+    TempDir dir;
+    KubeApiDouble api(dir.path(), twoNodes());
+    api.partition("node-a");
+    auto held = api.startRequest("GET", kLeases, "node-a-token");
+    ASSERT_TRUE(eventually([&] { return requestsField(api, "heldRequests") == 1; }));
+    EXPECT_EQ(api.request("GET", kLeases, "", "", "node-b-token").status, 200);
+    EXPECT_EQ(
+        api.request("POST", kLeases, leaseJson("b", "node-b"), "application/json", "node-b-token").status,
+        201);
+    EXPECT_TRUE(held.running());
+    EXPECT_EQ(held.status(), 0);  // no answer, not even a header
+    EXPECT_EQ(requestsField(api, "heldRequests"), 1);
+}
+
+TEST(KubeApiDouble, ControlEndpointsAnswerAPartitionedUser) {
+    TempDir dir;
+    KubeApiDouble api(dir.path(), twoNodes());
+    api.partition("node-a");
+    EXPECT_EQ(api.request("GET", "/_double/requests", "", "", "node-a-token").status, 200);
+    EXPECT_EQ(api.request("POST", "/_double/heal", "{}", "application/json", "node-a-token").status, 200);
+    EXPECT_EQ(api.request("GET", kLeases, "", "", "node-a-token").status, 200);
+}
+
+TEST(KubeApiDouble, HealAnswersHeldRequestsInTheirOrder) {
+    TempDir dir;
+    KubeApiDouble api(dir.path(), twoNodes());
+    api.partition("node-a");
+    auto create = api.startRequest("POST", kLeases, "node-a-token", leaseJson("ordered", "node-a"));
+    ASSERT_TRUE(eventually([&] { return requestsField(api, "heldRequests") == 1; }));
+    auto update =
+        api.startRequest("PUT", kLeases + "/ordered", "node-a-token", leaseJson("ordered", "second"));
+    ASSERT_TRUE(eventually([&] { return requestsField(api, "heldRequests") == 2; }));
+    api.heal("node-a");
+    ASSERT_TRUE(create.wait(kLong));
+    ASSERT_TRUE(update.wait(kLong));
+    EXPECT_EQ(create.status(), 201);
+    // Answered after the create: a replace of an existing Lease without a resourceVersion
+    // (422), not the create a PUT of a missing one would be (201).
+    EXPECT_EQ(update.status(), 422) << update.body();
+    EXPECT_EQ(parse(api.request("GET", kLeases + "/ordered").body)["spec"].at("holderIdentity"), "node-a");
+    EXPECT_EQ(requestsField(api, "heldRequests"), 0);
+}
+
+TEST(KubeApiDouble, HealDropsHeldRequestsWhoseClientClosed) {
+    TempDir dir;
+    KubeApiDouble api(dir.path(), twoNodes());
+    api.partition("node-a");
+    auto abandoned = api.startRequest("POST", kLeases, "node-a-token", leaseJson("abandoned", "node-a"));
+    ASSERT_TRUE(eventually([&] { return requestsField(api, "heldRequests") == 1; }));
+    abandoned.close();
+    // The double notices the closed connection while it holds the request.
+    ASSERT_TRUE(eventually([&] { return requestsField(api, "heldRequests") == 0; }));
+    api.heal();
+    EXPECT_EQ(api.request("GET", kLeases + "/abandoned").status, 404);
+    EXPECT_EQ(api.requestCount("create leases", "node-a"), 0);
+    EXPECT_EQ(api.request("GET", kLeases, "", "", "node-a-token").status, 200);
+}
+
+TEST(KubeApiDouble, PartitionSilencesOpenWatchesWithoutClosingThem) {
+    TempDir dir;
+    KubeApiDouble api(dir.path(), twoNodes({"--bookmark-interval", "1"}));
+    auto watch = api.startRequest("GET", kLeases + "?watch=1&allowWatchBookmarks=true", "node-a-token");
+    ASSERT_TRUE(eventually([&] { return watch.body().find("BOOKMARK") != std::string::npos; }));
+    api.partition("node-a");
+    ASSERT_TRUE(eventually([&] { return requestsField(api, "silentWatches") == 1; }));
+    ASSERT_EQ(api.request("POST", kLeases, leaseJson("unseen", "node-b")).status, 201);
+    EXPECT_TRUE(staysUnchanged(watch, kQuiet));  // no event, no bookmark
+    EXPECT_TRUE(watch.running());
+    EXPECT_EQ(requestsField(api, "activeWatches"), 0);
+}
+
+TEST(KubeApiDouble, WatchesOpenAtPartitionStaySilentAfterHeal) {
+    TempDir dir;
+    KubeApiDouble api(dir.path(), twoNodes({"--bookmark-interval", "1"}));
+    auto watch = api.startRequest("GET", kLeases + "?watch=1&allowWatchBookmarks=true&timeoutSeconds=2",
+                                  "node-a-token");
+    ASSERT_TRUE(eventually([&] { return requestsField(api, "activeWatches") == 1; }));
+    api.partition("node-a");
+    api.heal("node-a");
+    ASSERT_EQ(api.request("POST", kLeases, leaseJson("after-heal", "node-b")).status, 201);
+    // Not even its timeoutSeconds ends it: the server forgot it.
+    EXPECT_TRUE(staysUnchanged(watch, kQuiet));
+    EXPECT_EQ(watch.body().find("after-heal"), std::string::npos);
+    EXPECT_TRUE(watch.running());
+    // Until the client closes it.
+    watch.close();
+    EXPECT_TRUE(eventually([&] { return requestsField(api, "silentWatches") == 0; }));
+}
+
+TEST(KubeApiDouble, WatchOpenedDuringPartitionHangsThenStreamsAfterHeal) {
+    TempDir dir;
+    KubeApiDouble api(dir.path(), twoNodes());
+    api.partition("node-a");
+    auto watch = api.startRequest("GET", kLeases + "?watch=1", "node-a-token");
+    ASSERT_TRUE(eventually([&] { return requestsField(api, "heldRequests") == 1; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(watch.status(), 0);  // no response header
+    api.heal();
+    ASSERT_TRUE(eventually([&] { return watch.status() == 200; }));
+    ASSERT_TRUE(eventually([&] { return requestsField(api, "activeWatches") == 1; }));
+    ASSERT_EQ(api.request("POST", kLeases, leaseJson("seen", "node-b")).status, 201);
+    EXPECT_TRUE(eventually([&] { return watch.body().find(R"("name":"seen")") != std::string::npos; }));
+}
+
+TEST(KubeApiDouble, RequestsReportPartitionedUsersAndCountsPerUser) {
+    TempDir dir;
+    KubeApiDouble api(dir.path(), twoNodes());
+    ASSERT_EQ(api.request("GET", kLeases, "", "", "node-a-token").status, 200);
+    ASSERT_EQ(api.request("GET", kLeases, "", "", "node-a-token").status, 200);
+    ASSERT_EQ(
+        api.request("POST", kLeases, leaseJson("b", "node-b"), "application/json", "node-b-token").status,
+        201);
+    EXPECT_EQ(api.requestCount("list leases", "node-a"), 2);
+    EXPECT_EQ(api.requestCount("create leases", "node-a"), 0);
+    EXPECT_EQ(api.requestCount("create leases", "node-b"), 1);
+    EXPECT_EQ(api.requestCount("list leases"), 2);
+    api.partition("node-b");
+    const json::object answer = parse(api.control("GET", "requests").body);
+    EXPECT_EQ(answer.at("partitioned"), (json::array{"node-b"}));
+    EXPECT_EQ(answer.at("users").at("node-a").at("list leases"), 2);
+    api.heal();
+    EXPECT_EQ(parse(api.control("GET", "requests").body).at("partitioned"), json::array{});
+    ASSERT_EQ(api.control("DELETE", "requests").status, 200);
+    EXPECT_EQ(api.requestCount("list leases", "node-a"), 0);
+    EXPECT_EQ(parse(api.control("GET", "requests").body).at("users"), json::object{});
+}
+
+TEST(KubeApiDouble, SilencedWatchesStayOpenAndDeliverNothing) {
+    TempDir dir;
+    KubeApiDouble api(dir.path(), twoNodes({"--bookmark-interval", "1"}));
+    auto watch = api.startRequest("GET", kLeases + "?watch=1&allowWatchBookmarks=true", "node-a-token");
+    ASSERT_TRUE(eventually([&] { return watch.body().find("BOOKMARK") != std::string::npos; }));
+    api.silenceWatches("node-a");
+    ASSERT_TRUE(eventually([&] { return requestsField(api, "silentWatches") == 1; }));
+    ASSERT_EQ(api.request("POST", kLeases, leaseJson("unseen", "node-b")).status, 201);
+    EXPECT_TRUE(staysUnchanged(watch, kQuiet));
+    EXPECT_TRUE(watch.running());
+    // Everything else of that user works, a new watch included.
+    EXPECT_EQ(api.request("GET", kLeases + "/unseen", "", "", "node-a-token").status, 200);
+    auto fresh = api.startRequest("GET", kLeases + "?watch=1", "node-a-token");
+    EXPECT_TRUE(eventually([&] { return fresh.body().find(R"("name":"unseen")") != std::string::npos; }));
+}
+
+TEST(KubeApiDouble, SilencingOneUserLeavesOtherUsersWatchesDelivering) {
+    TempDir dir;
+    KubeApiDouble api(dir.path(), twoNodes());
+    auto silenced = api.startRequest("GET", kLeases + "?watch=1", "node-a-token");
+    auto other = api.startRequest("GET", kLeases + "?watch=1", "node-b-token");
+    ASSERT_TRUE(eventually([&] { return requestsField(api, "activeWatches") == 2; }));
+    api.silenceWatches("node-a");
+    ASSERT_TRUE(eventually([&] { return requestsField(api, "silentWatches") == 1; }));
+    ASSERT_EQ(api.request("POST", kLeases, leaseJson("news", "node-b")).status, 201);
+    EXPECT_TRUE(eventually([&] { return other.body().find(R"("name":"news")") != std::string::npos; }));
+    EXPECT_EQ(silenced.body().find(R"("name":"news")"), std::string::npos);
+    // Without a user, every watch.
+    api.silenceWatches();
+    EXPECT_TRUE(eventually([&] { return requestsField(api, "silentWatches") == 2; }));
+    EXPECT_EQ(requestsField(api, "activeWatches"), 0);
+}
+
+// A version ahead of the double's is waited for (1 s), then refused as upstream refuses it.
+void expectTooLarge(const KubeApiDouble::Response& answer, std::uint64_t requested, std::uint64_t current) {
+    EXPECT_EQ(answer.status, 504) << answer.body;
+    const json::object status = parse(answer.body);
+    EXPECT_EQ(status.at("kind"), "Status");
+    EXPECT_EQ(status.at("reason"), "Timeout");
+    EXPECT_EQ(status.at("code"), 504);
+    EXPECT_EQ(std::string(status.at("message").as_string()),
+              "Timeout: Too large resource version: " + std::to_string(requested) +
+                  ", current: " + std::to_string(current));
+    const json::object& details = status.at("details").as_object();
+    EXPECT_EQ(details.at("retryAfterSeconds"), 1);
+    EXPECT_EQ(details.at("causes").at(0).at("reason"), "ResourceVersionTooLarge");
+    EXPECT_EQ(details.at("causes").at(0).at("message"), "Too large resource version");
+}
+
+TEST(KubeApiDouble, WatchFromAVersionNotReachedIsTooLarge) {
+    TempDir dir;
+    KubeApiDouble api(dir.path());
+    const std::uint64_t current = std::stoull(currentVersion(api));
+    const auto started = std::chrono::steady_clock::now();
+    const auto answer =
+        api.request("GET", kLeases + "?watch=1&resourceVersion=" + std::to_string(current + 100));
+    EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(900));
+    expectTooLarge(answer, current + 100, current);
+}
+
+TEST(KubeApiDouble, ListAndGetFromAVersionNotReachedAreTooLarge) {
+    TempDir dir;
+    KubeApiDouble api(dir.path());
+    ASSERT_EQ(api.request("POST", kLeases, leaseJson("a", "node-1")).status, 201);
+    const std::uint64_t current = std::stoull(currentVersion(api));
+    const std::string ahead = std::to_string(current + 1);
+    expectTooLarge(api.request("GET", kLeases + "?resourceVersion=" + ahead), current + 1, current);
+    expectTooLarge(api.request("GET", kLeases + "/a?resourceVersion=" + ahead), current + 1, current);
+    EXPECT_EQ(api.request("GET", kLeases + "?resourceVersion=0").status, 200);
+    EXPECT_EQ(api.request("GET", kLeases + "/a?resourceVersion=" + std::to_string(current)).status, 200);
+}
+
+TEST(KubeApiDouble, AVersionReachedWhileWaitingIsServed) {
+    TempDir dir;
+    KubeApiDouble api(dir.path());
+    const std::uint64_t current = std::stoull(currentVersion(api));
+    auto list = std::async(std::launch::async, [&] {
+        return api.request("GET", kLeases + "?resourceVersion=" + std::to_string(current + 1));
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_EQ(api.request("POST", kLeases, leaseJson("arrived", "node-1")).status, 201);
+    const auto answer = list.get();
+    EXPECT_EQ(answer.status, 200) << answer.body;
+    EXPECT_NE(answer.body.find(R"("name":"arrived")"), std::string::npos);
+}
+
+// After a restart (etcd restored from nothing), a client resuming from its old version is
+// told so, and lists again.
+TEST(KubeApiDouble, RestartMakesOldVersionsTooLarge) {
+    TempDir dir;
+    KubeApiDouble api(dir.path());
+    for (const char* name : {"a", "b", "c"})
+        ASSERT_EQ(api.request("POST", kLeases, leaseJson(name, "node-1")).status, 201);
+    const std::uint64_t before = std::stoull(currentVersion(api));
+    api.restart();
+    const std::uint64_t after = std::stoull(currentVersion(api));
+    ASSERT_LT(after, before);
+    expectTooLarge(api.request("GET", kLeases + "?watch=1&resourceVersion=" + std::to_string(before)), before,
+                   after);
+    EXPECT_EQ(api.request("GET", kLeases).status, 200);
+}
+
+TEST(KubeApiDouble, BookmarksComeOncePerMinuteUnlessAskedMoreOften) {
+    TempDir dir;
+    KubeApiDouble upstreamLike(dir.dir("default"));
+    KubeApiDouble::Options often;
+    often.extraArgs = {"--bookmark-interval", "1"};
+    KubeApiDouble frequent(dir.dir("often"), often);
+    const std::string watch = kLeases + "?watch=1&allowWatchBookmarks=true&timeoutSeconds=2";
+    auto quiet = std::async(std::launch::async, [&] { return upstreamLike.request("GET", watch); });
+    const auto bookmarked = frequent.request("GET", watch);
+    EXPECT_NE(bookmarked.body.find(R"("type":"BOOKMARK")"), std::string::npos);
+    EXPECT_EQ(quiet.get().body.find(R"("type":"BOOKMARK")"), std::string::npos);
 }
 
 TEST(KubeApiDouble, CloseEndsEveryWatch) {

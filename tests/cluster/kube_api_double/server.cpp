@@ -2,6 +2,9 @@
 // One io_context on the main thread owns the store, the connections and the watches;
 // every connection is a coroutine on it.
 
+#include <array>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -21,6 +24,7 @@
 #include <boost/beast/ssl.hpp>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "tests/cluster/kube_api_double/store.h"
@@ -42,7 +46,7 @@ using Request = http::request<http::string_body>;
 struct Options {
     std::string cert, key, tokenFile, portFile, clientCa;
     std::string listen = "127.0.0.1:0";
-    int bookmarkSeconds = 5;
+    int bookmarkSeconds = 60;             // as the API server's watch cache, about once a minute
     std::vector<std::string> namespaces;  // created at start, beside default and kube-*
 };
 
@@ -387,11 +391,15 @@ std::string nowText() {
 struct Watcher {
     explicit Watcher(asio::any_io_executor ex) : wake(ex) {}
     const ResourceType* type = nullptr;
-    std::string ns;  // "" for all
+    std::string ns;    // "" for all
+    std::string user;  // who opened it (partition and silence-watches pick by user)
     Selector selector;
     std::deque<std::pair<std::string, std::shared_ptr<const json::object>>> queue;
     asio::steady_timer wake;
     bool closed = false;
+    // Forgotten by the server (a partition, silence-watches): delivers nothing more, not even
+    // the end of the stream, and stays open until the client closes it.
+    bool silent = false;
     std::optional<json::object> error;  // sent as an ERROR event, then the watch ends
 
     void offer(const Event& e) {
@@ -417,6 +425,32 @@ struct Injection {
     std::string verb, resource;  // "" for any
 };
 
+// A request of a partitioned user, waiting for a heal.
+struct HeldRequest {
+    std::string user;
+    bool released = false;
+    std::function<void()> wake;  // cancels the wait on the connection's socket
+};
+
+// What the client's end of a connection shows, looked at without reading (MSG_PEEK): a
+// client that gave up while its request was held has closed or reset it.
+enum class Peer { Open, Closed, Readable };
+Peer peekPeer(tcp::socket& socket) {
+    if (!socket.is_open()) return Peer::Closed;
+    char byte = 0;
+    const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) return Peer::Readable;
+    if (n == 0) return Peer::Closed;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? Peer::Open : Peer::Closed;
+}
+
+std::optional<std::uint64_t> versionNumber(const std::string& text) {
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+    return v;
+}
+
 class Server {
 public:
     Server(asio::io_context& io, ssl::context& tls, Options options)
@@ -429,6 +463,7 @@ public:
         resumed_.expires_at(asio::steady_timer::time_point::max());
         store_.onEvent = [this](const Event& e) {
             for (const auto& w : watchers_) w->offer(e);
+            for (auto* waiter : versionWaiters_) waiter->cancel();
         };
     }
 
@@ -558,7 +593,7 @@ private:
             parser.body_limit(64 * 1024 * 1024);
             co_await http::async_read(*stream, buffer, parser, use_awaitable);
             Request request = parser.release();
-            if (!co_await handle(*stream, request, id, certUser)) break;
+            if (!co_await handle(*stream, buffer, request, id, certUser)) break;
         }
         boost::system::error_code ec;
         beast::get_lowest_layer(*stream).socket().shutdown(tcp::socket::shutdown_both, ec);
@@ -579,6 +614,7 @@ private:
     void record(const Route& r, const std::string& user, int code) {
         ++total_;
         ++counts_[r.countKey()];
+        if (!user.empty()) ++userCounts_[user][r.countKey()];
         json::object entry{{"verb", r.verb.empty() ? "get" : r.verb},
                            {"key", r.countKey()},
                            {"namespace", r.ns},
@@ -592,8 +628,74 @@ private:
         if (recent_.size() > 1000) recent_.pop_front();
     }
 
+    // Holds a partitioned user's request until a heal releases it: true then, false when the
+    // client closed its end meanwhile (the request is dropped unprocessed). The socket is
+    // watched all along, so a client that gives up is noticed at once; bytes it sends (a
+    // pipelined request, a TLS alert) go through TLS into the session's buffer.
+    awaitable<bool> holdWhilePartitioned(Stream& stream, beast::flat_buffer& buffer,
+                                         const std::string& user) {
+        auto held = std::make_shared<HeldRequest>();
+        held->user = user;
+        tcp::socket& socket = beast::get_lowest_layer(stream).socket();
+        held->wake = [&socket] {
+            boost::system::error_code ec;
+            socket.cancel(ec);
+        };
+        const std::uint64_t ticket = ++nextHeld_;
+        partitionHeld_[ticket] = held;
+        ++held_;
+        struct Unhold {
+            Server* server;
+            std::uint64_t ticket;
+            ~Unhold() {
+                server->partitionHeld_.erase(ticket);
+                --server->held_;
+            }
+        } unhold{this, ticket};
+        for (;;) {
+            const Peer peer = peekPeer(socket);
+            if (peer == Peer::Closed) co_return false;
+            if (peer == Peer::Readable) {
+                auto [ec, n] = co_await stream.async_read_some(buffer.prepare(16 * 1024), noThrow);
+                if (ec && !(ec == asio::error::operation_aborted && held->released)) co_return false;
+                buffer.commit(n);
+                continue;
+            }
+            if (held->released) co_return true;
+            auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, noThrow);
+            if (ec && ec != asio::error::operation_aborted) co_return false;
+        }
+    }
+
+    // As the watch cache: a get, list or watch from a resourceVersion the server has not
+    // reached is given a while (upstream 3 s, here 1 s) for it to appear, then refused with
+    // 504 "Too large resource version" (as after an etcd restore), so the client lists again.
+    awaitable<std::optional<Outcome>> waitForVersion(const std::string& text) {
+        const std::optional<std::uint64_t> wanted = versionNumber(text);
+        if (!wanted || *wanted == 0 || *wanted <= store_.resourceVersion()) co_return std::nullopt;
+        asio::steady_timer timer(io_);
+        timer.expires_after(std::chrono::seconds(1));
+        versionWaiters_.insert(&timer);
+        struct Unwait {
+            Server* server;
+            asio::steady_timer* timer;
+            ~Unwait() { server->versionWaiters_.erase(timer); }
+        } unwait{this, &timer};
+        while (*wanted > store_.resourceVersion()) {
+            auto [ec] = co_await timer.async_wait(noThrow);
+            if (!ec) break;  // expired; a cancel is a write: look again
+        }
+        if (*wanted <= store_.resourceVersion()) co_return std::nullopt;
+        co_return failure(504, "Timeout",
+                          "Timeout: Too large resource version: " + std::to_string(*wanted) +
+                              ", current: " + std::to_string(store_.resourceVersion()),
+                          {{"causes", json::array{{{"reason", "ResourceVersionTooLarge"},
+                                                   {"message", "Too large resource version"}}}},
+                           {"retryAfterSeconds", 1}});
+    }
+
     // Returns whether the connection stays open for the next request.
-    awaitable<bool> handle(Stream& stream, Request& req, std::uint64_t connection,
+    awaitable<bool> handle(Stream& stream, beast::flat_buffer& buffer, Request& req, std::uint64_t connection,
                            const std::string& certUser) {
         const Target target = parseTarget(req.target());
         Route r = route(req.method(), target);
@@ -614,7 +716,15 @@ private:
         }
         if (r.kind == Route::Kind::Control) co_return co_await control(stream, req, target, connection);
 
-        if (paused_) {
+        // Held while its user is partitioned or the double paused, whichever comes (again).
+        for (;;) {
+            if (partitioned_.contains(user) && !co_await holdWhilePartitioned(stream, buffer, user)) {
+                std::cerr << r.countKey() << " " << (r.ns.empty() ? "" : r.ns + "/") << r.name
+                          << " user=" << user
+                          << " dropped: the client closed its connection while partitioned\n";
+                co_return false;
+            }
+            if (!paused_) break;
             ++held_;
             while (paused_) co_await resumed_.async_wait(noThrow);
             --held_;
@@ -684,6 +794,14 @@ private:
                               r.type->resource + "\" in API group \"" + r.type->group + "\"" + where,
                           {{"name", r.name}, {"group", r.type->group}, {"kind", r.type->resource}});
         } else if (r.kind == Route::Kind::Resource) {
+            if (r.verb == "get" || r.verb == "list" || r.verb == "watch") {
+                std::optional<Outcome> tooLarge = co_await waitForVersion(target.param("resourceVersion"));
+                if (tooLarge) {
+                    record(r, user, tooLarge->code);
+                    co_await respond(stream, req, tooLarge->code, tooLarge->body, 1);
+                    co_return req.keep_alive();
+                }
+            }
             if (r.verb == "watch") {
                 co_return co_await watch(stream, req, target, r, user);
             }
@@ -785,6 +903,7 @@ private:
         auto w = std::make_shared<Watcher>(io_.get_executor());
         w->type = r.type;
         w->ns = r.ns;
+        w->user = user;
         w->selector = *selector;
         // As the API server does, an expired version is an ERROR event in a 200 stream.
         if (expired) w->error = expired->body.as_object();
@@ -816,12 +935,14 @@ private:
         auto nextBookmark = Clock::now() + interval;
         bool ended = false;
         for (;;) {
+            if (w->silent) co_return co_await stayForgotten(stream, w);
             if (!paused_) {
-                while (!w->queue.empty()) {
+                while (!w->queue.empty() && !w->silent) {
                     auto [type, object] = w->queue.front();
                     w->queue.pop_front();
                     co_await writeChunk(stream, eventLine(type, *object));
                 }
+                if (w->silent) continue;
                 if (w->error) {
                     co_await writeChunk(stream, eventLine("ERROR", *w->error));
                     break;
@@ -849,6 +970,25 @@ private:
         co_return req.keep_alive();
     }
 
+    // A watch the server forgot (a partition, silence-watches): half-open. Nothing more is
+    // written, not even the end of the stream, whatever its timeoutSeconds; the connection
+    // stays until the client closes it (or /_double/close, SIGUSR1, a stop).
+    awaitable<bool> stayForgotten(Stream& stream, const std::shared_ptr<Watcher>& w) {
+        watchers_.erase(w);
+        w->queue.clear();
+        ++silentWatches_;
+        struct Uncount {
+            Server* server;
+            ~Uncount() { --server->silentWatches_; }
+        } uncount{this};
+        std::array<char, 4096> discarded;
+        for (;;) {
+            auto [ec, n] = co_await stream.async_read_some(asio::buffer(discarded), noThrow);
+            if (ec) break;
+        }
+        co_return false;
+    }
+
     awaitable<bool> control(Stream& stream, Request& req, const Target& target, std::uint64_t connection) {
         const std::string what = target.segments.size() > 1 ? target.segments[1] : "";
         boost::system::error_code ec;
@@ -874,6 +1014,14 @@ private:
         if (what == "requests" && method == http::verb::get) {
             json::object counts;
             for (const auto& [k, n] : counts_) counts[k] = n;
+            json::object users;
+            for (const auto& [who, perKey] : userCounts_) {
+                json::object mine;
+                for (const auto& [k, n] : perKey) mine[k] = n;
+                users[who] = std::move(mine);
+            }
+            json::array partitioned;
+            for (const auto& who : partitioned_) partitioned.push_back(json::string(who));
             json::array recent(recent_.begin(), recent_.end());
             answer = {{"total", total_},
                       {"counts", std::move(counts)},
@@ -882,10 +1030,14 @@ private:
                       {"connections", connections_.size()},
                       {"paused", paused_},
                       {"heldRequests", held_},
+                      {"partitioned", std::move(partitioned)},
+                      {"silentWatches", silentWatches_},
+                      {"users", std::move(users)},
                       {"resourceVersion", std::to_string(store_.resourceVersion())},
                       {"since", since_}};
         } else if (what == "requests" && method == http::verb::delete_) {
             counts_.clear();
+            userCounts_.clear();
             recent_.clear();
             total_ = 0;
             since_ = nowText();
@@ -918,12 +1070,45 @@ private:
             paused_ = false;
             resumed_.cancel();
             for (auto& w : watchers_) w->wake.cancel();
+        } else if (what == "partition" && method == http::verb::post) {
+            const std::string who = text("user");
+            if (who.empty()) {
+                co_await respond(
+                    stream, req, 400,
+                    statusObject(400, "BadRequest", "a partition names its user: {\"user\":USER}"));
+                co_return req.keep_alive();
+            }
+            partitioned_.insert(who);
+            silence(who);
+        } else if (what == "heal" && method == http::verb::post) {
+            const std::string who = text("user");  // "": every user
+            if (who.empty())
+                partitioned_.clear();
+            else
+                partitioned_.erase(who);
+            // In the order they came: each resumes and is processed before the next.
+            for (auto& [ticket, held] : partitionHeld_) {
+                if (!who.empty() && held->user != who) continue;
+                held->released = true;
+                held->wake();
+            }
+        } else if (what == "silence-watches" && method == http::verb::post) {
+            silence(text("user"));
         } else {
             co_await respond(stream, req, 404, statusObject(404, "NotFound", "no such control endpoint"));
             co_return req.keep_alive();
         }
         co_await respond(stream, req, 200, answer);
         co_return req.keep_alive() && !closeAfter;
+    }
+
+    // Every watch of `user` ("": of everyone) open now goes silent (see stayForgotten).
+    void silence(const std::string& user) {
+        for (auto& w : watchers_) {
+            if (!user.empty() && w->user != user) continue;
+            w->silent = true;
+            w->wake.cancel();
+        }
     }
 
     asio::io_context& io_;
@@ -937,10 +1122,18 @@ private:
     std::map<std::uint64_t, std::function<void()>> connections_;
     std::uint64_t nextConnection_ = 0;
     bool paused_ = false;
-    std::size_t held_ = 0;        // requests waiting for a resume
-    asio::steady_timer resumed_;  // cancelled on resume: wakes every paused request
+    std::size_t held_ = 0;               // requests waiting for a resume or a heal
+    asio::steady_timer resumed_;         // cancelled on resume: wakes every paused request
+    std::set<std::string> partitioned_;  // users whose requests are held
+    // A partitioned user's held requests, by arrival: a heal answers them in this order.
+    std::map<std::uint64_t, std::shared_ptr<HeldRequest>> partitionHeld_;
+    std::uint64_t nextHeld_ = 0;
+    std::size_t silentWatches_ = 0;  // forgotten watches whose clients have not closed them
+    // Requests waiting for a resourceVersion to appear; every write cancels their timers.
+    std::set<asio::steady_timer*> versionWaiters_;
     Injection injection_;
     std::map<std::string, std::uint64_t> counts_;
+    std::map<std::string, std::map<std::string, std::uint64_t>> userCounts_;  // by user, then key
     std::uint64_t total_ = 0;
     std::deque<json::object> recent_;
     std::string since_ = nowText();
