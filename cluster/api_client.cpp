@@ -1,6 +1,8 @@
 #include "cluster/api_client.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <deque>
 #include <random>
 #include <tuple>
@@ -15,7 +17,10 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <boost/json.hpp>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
 #include "runtime/log.h"
 
@@ -33,6 +38,9 @@ namespace {
 constexpr Log log{"kube"};
 constexpr std::uint64_t kBodyLimit = 64 * 1024 * 1024;
 constexpr std::size_t kMaxWatchLine = 16 * 1024 * 1024;
+constexpr std::size_t kMaxWatchErrorBody = 64 * 1024;
+
+using Clock = std::chrono::steady_clock;
 
 std::mt19937& randomSource() {
     static std::mt19937 generator{std::random_device{}()};
@@ -83,13 +91,66 @@ ApiResult transportFailure(std::string message, int attempts = 1) {
     return result;
 }
 
-std::optional<std::chrono::milliseconds> retryAfter(const http::fields& headers) {
+// Every Retry-After, of any answer, calls and watches, is cut to `most`: a server (or a proxy
+// in front of it) that asks for a day must not park the node for a day.
+std::optional<std::chrono::milliseconds> retryAfter(const http::fields& headers,
+                                                    std::chrono::milliseconds most) {
     auto it = headers.find(http::field::retry_after);
     if (it == headers.end()) return std::nullopt;
     const std::string value(it->value());
-    if (value.empty() || value.size() > 6 || value.find_first_not_of("0123456789") != std::string::npos)
+    if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos)
         return std::nullopt;  // the HTTP-date form is not sent by the API server
-    return std::chrono::seconds(std::stoi(value));
+    const long long seconds = value.size() > 9 ? 999'999'999LL : std::stoll(value);
+    return std::min<std::chrono::milliseconds>(std::chrono::seconds(seconds), most);
+}
+
+// The API server answers a watch (or a list) from a resourceVersion newer than its cache
+// with 504 and this cause; watching again from that version would get the same answer
+// forever, so only a list (without a version) gets the informer going again.
+bool resourceVersionTooLarge(const ApiResult& result) {
+    if (result.code != 504) return false;
+    if (result.message.find("Too large resource version") != std::string::npos) return true;
+    const json::object* status = result.body.if_object();
+    const json::value* details = status ? status->if_contains("details") : nullptr;
+    const json::value* causes =
+        details && details->is_object() ? details->get_object().if_contains("causes") : nullptr;
+    if (!causes || !causes->is_array()) return false;
+    for (const json::value& cause : causes->get_array()) {
+        const json::value* reason = cause.is_object() ? cause.get_object().if_contains("reason") : nullptr;
+        if (reason && reason->is_string() && reason->get_string() == "ResourceVersionTooLarge") return true;
+    }
+    return false;
+}
+
+// A dead peer (a node that lost power, a NAT that forgot the flow) sends no RST: without
+// these a connection, a watch above all, would wait for the kernel's two hours of idle and
+// fifteen retransmissions. 15 s idle + 3 probes 5 s apart, and at most 30 s for unacknowledged
+// data, notice it in about 30 s, as client-go's HTTP/2 health check does.
+void setKeepAlive(tcp::socket& socket) {
+    struct Option {
+        int level, name, value;
+        const char* what;
+    };
+    static constexpr Option kOptions[] = {
+        {SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE"},
+        {IPPROTO_TCP, TCP_KEEPIDLE, 15, "TCP_KEEPIDLE"},
+        {IPPROTO_TCP, TCP_KEEPINTVL, 5, "TCP_KEEPINTVL"},
+        {IPPROTO_TCP, TCP_KEEPCNT, 3, "TCP_KEEPCNT"},
+        {IPPROTO_TCP, TCP_USER_TIMEOUT, 30000, "TCP_USER_TIMEOUT"},
+    };
+    for (const Option& option : kOptions) {
+        if (::setsockopt(socket.native_handle(), option.level, option.name, &option.value,
+                         sizeof option.value) != 0)
+            log.debug() << "cannot set " << option.what
+                        << " on the connection to the API server: " << std::strerror(errno);
+    }
+}
+
+// `limit`, or less when `deadline` comes sooner (at least 1 ms: 0 would mean "never").
+std::chrono::milliseconds within(std::chrono::milliseconds limit, std::optional<Clock::time_point> deadline) {
+    if (!deadline) return limit;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now());
+    return std::clamp(left, std::chrono::milliseconds(1), limit);
 }
 
 std::string stringAt(const json::object& object, std::initializer_list<const char*> path) {
@@ -118,7 +179,8 @@ public:
     using Opened = std::function<void(std::string error)>;
     bool isOpen() const { return stream_ && open_; }
 
-    void open(Opened done) {
+    // Connects and shakes hands, each within its timeout or by `deadline` (a call's).
+    void open(Opened done, std::optional<Clock::time_point> deadline = std::nullopt) {
         close();
         stream_.emplace(loop_, tls_);
         // SNI for a host name; the certificate is checked against the name or the address.
@@ -126,18 +188,21 @@ public:
         net::ip::make_address(config_.host, parseError);
         if (parseError) SSL_set_tlsext_host_name(stream_->native_handle(), config_.host.c_str());
         stream_->set_verify_callback(ssl::host_name_verification(config_.host));
-        beast::get_lowest_layer(*stream_).expires_after(options_.connectTimeout);
+        beast::get_lowest_layer(*stream_).expires_after(within(options_.connectTimeout, deadline));
         resolver_.async_resolve(
             config_.host, config_.port,
-            [self = shared_from_this(), done](const beast::error_code& ec,
-                                              tcp::resolver::results_type results) {
+            [self = shared_from_this(), done, deadline](const beast::error_code& ec,
+                                                        tcp::resolver::results_type results) {
                 if (ec) return done(transportMessage("resolving the API server", ec));
                 if (!self->stream_) return done("closed");
                 beast::get_lowest_layer(*self->stream_)
-                    .async_connect(results, [self, done](const beast::error_code& ec, const tcp::endpoint&) {
-                        if (ec) return done(transportMessage("connecting to the API server", ec));
-                        self->handshake(done);
-                    });
+                    .async_connect(results,
+                                   [self, done, deadline](const beast::error_code& ec, const tcp::endpoint&) {
+                                       if (ec)
+                                           return done(transportMessage("connecting to the API server", ec));
+                                       setKeepAlive(beast::get_lowest_layer(*self->stream_).socket());
+                                       self->handshake(done, deadline);
+                                   });
             });
     }
 
@@ -197,8 +262,8 @@ public:
     }
 
 private:
-    void handshake(Opened done) {
-        beast::get_lowest_layer(*stream_).expires_after(options_.handshakeTimeout);
+    void handshake(Opened done, std::optional<Clock::time_point> deadline) {
+        beast::get_lowest_layer(*stream_).expires_after(within(options_.handshakeTimeout, deadline));
         stream_->async_handshake(
             ssl::stream_base::client, [self = shared_from_this(), done](const beast::error_code& ec) {
                 if (ec) {
@@ -248,7 +313,11 @@ struct Call {
     bool idempotent = true;
     ResultHandler done;
     int maxAttempts = 0;  // 0: the client's
-    std::optional<std::chrono::steady_clock::time_point> deadline;
+    std::optional<Clock::time_point> deadline;
+    Clock::time_point queuedAt;  // first queued
+    // Since when it waits for an answer: from being queued, and again from being queued once
+    // more after an HTTP answer it is retried after; none while it waits to retry.
+    std::optional<Clock::time_point> waitingSince;
     int attempts = 0;
     int failures = 0;
     bool freshRetried = false;
@@ -341,7 +410,22 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
 
     void enqueue(std::shared_ptr<Call> call) {
         if (stopped) return;
+        if (pending.size() >= options.maxQueued) {
+            // Bounded: behind an API server that does not answer, new work fails at once
+            // instead of piling up (and being sent, long stale, when it answers again).
+            auto failure =
+                transportFailure(std::to_string(pending.size()) + " calls already wait for the API server");
+            net::post(loop, [self = shared_from_this(), call, failure = std::move(failure)]() mutable {
+                if (!self->stopped && call->done) call->done(std::move(failure));
+            });
+            return;
+        }
+        call->queuedAt = Clock::now();
+        call->waitingSince = call->queuedAt;
+        pending.push_back(call);
         queue.push_back(std::move(call));
+        updateWaiting();
+        watchQueueDeadlines();
         pump();
     }
 
@@ -350,13 +434,54 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
         busy = true;
         auto call = queue.front();
         queue.pop_front();
-        if (call->deadline && std::chrono::steady_clock::now() >= *call->deadline) {
+        if (call->deadline && Clock::now() >= *call->deadline) {
             busy = false;
-            finish(call, transportFailure("no answer from the API server before the call's deadline",
-                                          std::max(call->attempts, 1)));
+            expire(call);
             return pump();
         }
         send(call);
+    }
+
+    // A queued call is answered at its deadline, not when the call ahead of it ends.
+    void watchQueueDeadlines() {
+        std::optional<Clock::time_point> earliest;
+        for (const auto& call : queue)
+            if (call->deadline && (!earliest || *call->deadline < *earliest)) earliest = call->deadline;
+        if (!earliest) {
+            queueTimer.cancel();
+            return;
+        }
+        queueTimer.expires_at(*earliest);
+        queueTimer.async_wait([self = shared_from_this()](const beast::error_code& ec) {
+            if (ec || self->stopped) return;
+            const auto now = Clock::now();
+            std::vector<std::shared_ptr<Call>> expired;
+            std::erase_if(self->queue, [&](const std::shared_ptr<Call>& call) {
+                if (!call->deadline || now < *call->deadline) return false;
+                expired.push_back(call);
+                return true;
+            });
+            for (auto& call : expired) {
+                if (self->stopped) return;
+                self->expire(call);
+            }
+            self->watchQueueDeadlines();
+        });
+    }
+
+    void expire(std::shared_ptr<Call> call) {
+        // Timed out without an answer: unreachable, unless the server answered something
+        // meanwhile (it is slow on the call ahead, not gone).
+        if (state.lastAnswer < call->queuedAt) state.reachable = false;
+        finish(call, transportFailure("no answer from the API server before the call's deadline",
+                                      std::max(call->attempts, 1)));
+    }
+
+    void updateWaiting() {
+        state.waitingSince.reset();
+        for (const auto& call : pending)
+            if (call->waitingSince && (!state.waitingSince || *call->waitingSince < *state.waitingSince))
+                state.waitingSince = call->waitingSince;
     }
 
     void send(std::shared_ptr<Call> call) {
@@ -371,22 +496,19 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
         auto self = shared_from_this();
         if (!connection) connection = std::make_shared<Connection>(loop, tls, config, options);
         if (connection->isOpen()) return exchange(call, request, /*reused=*/true);
-        connection->open([self, call, request](std::string error) {
-            if (self->stopped) return;
-            if (!error.empty()) return self->failed(call, error, /*sent=*/false);
-            self->exchange(call, request, false);
-        });
+        connection->open(
+            [self, call, request](std::string error) {
+                if (self->stopped) return;
+                if (!error.empty()) return self->failed(call, error, /*sent=*/false);
+                self->exchange(call, request, false);
+            },
+            call->deadline);
     }
 
     void exchange(std::shared_ptr<Call> call, std::shared_ptr<Request> request, bool reused) {
         ++state.requests;
         auto self = shared_from_this();
-        auto timeout = options.requestTimeout;
-        if (call->deadline) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                *call->deadline - std::chrono::steady_clock::now());
-            timeout = std::clamp(left, std::chrono::milliseconds(1), timeout);
-        }
+        const auto timeout = within(options.requestTimeout, call->deadline);
         connection->exchange(request, timeout, [self, call, reused](beast::error_code ec, Response response) {
             if (self->stopped) return;
             if (ec) {
@@ -425,21 +547,19 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     void answered(std::shared_ptr<Call> call, Response response) {
         busy = false;
         state.reachable = true;
+        state.lastAnswer = Clock::now();
+        call->waitingSince.reset();
+        updateWaiting();
         ApiResult result;
         result.code = response.result_int();
         result.attempts = call->attempts;
         readStatus(result, response.body());
         if (result.code == 401) token.invalidate();  // a rotated token is read again
         std::optional<std::chrono::milliseconds> delay;
-        if (result.code == 429) {
-            // Priority and fairness refused it before any work: any call may go again.
-            delay = retryAfter(response);
-            if (delay)
-                delay = std::min(*delay, options.retryAfterMax);
-            else
-                delay = backoffDelay(options, ++call->failures);
-        } else if (result.code >= 500 && call->idempotent) {
-            delay = retryAfter(response);
+        if (result.code == 429 || (result.code >= 500 && call->idempotent)) {
+            // A 429 was refused by priority and fairness before any work: any call may go
+            // again; a 5xx only when sending it twice is harmless.
+            delay = retryAfter(response, options.retryAfterMax);
             if (!delay) delay = backoffDelay(options, ++call->failures);
         }
         if (delay && mayRetry(*call, *delay)) {
@@ -454,7 +574,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     bool mayRetry(const Call& call, std::chrono::milliseconds delay) const {
         const int most = call.maxAttempts > 0 ? call.maxAttempts : options.maxAttempts;
         if (call.attempts >= most) return false;
-        return !call.deadline || std::chrono::steady_clock::now() + delay < *call.deadline;
+        return !call.deadline || Clock::now() + delay < *call.deadline;
     }
 
     void retryLater(std::shared_ptr<Call> call, std::chrono::milliseconds delay, const std::string& why) {
@@ -466,12 +586,17 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
         timer->async_wait([self = shared_from_this(), call, timer](const beast::error_code& ec) {
             std::erase(self->timers, timer);
             if (ec || self->stopped) return;
+            if (!call->waitingSince) call->waitingSince = Clock::now();
+            self->updateWaiting();
             self->queue.push_front(call);
+            self->watchQueueDeadlines();
             self->pump();
         });
     }
 
     void finish(std::shared_ptr<Call> call, ApiResult result) {
+        std::erase(pending, call);
+        updateWaiting();
         if (result.code == 0 || result.code >= 500 || result.code == 401 || result.code == 403 ||
             result.code == 429)
             state.lastError = result.describe();
@@ -483,6 +608,9 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     void stop() {
         stopped = true;
         queue.clear();
+        pending.clear();
+        state.waitingSince.reset();
+        queueTimer.cancel();
         for (auto& timer : timers) timer->cancel();
         timers.clear();
         if (connection) connection->close();
@@ -497,6 +625,9 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     ClientState state;
     std::shared_ptr<Connection> connection;  // for requests
     std::deque<std::shared_ptr<Call>> queue;
+    // Accepted and not yet answered: queued, in flight or waiting to retry.
+    std::vector<std::shared_ptr<Call>> pending;
+    net::steady_timer queueTimer{loop};  // the earliest deadline of a queued call
     std::vector<std::shared_ptr<net::steady_timer>> timers;
     bool busy = false;
     bool stopped = false;
@@ -523,7 +654,7 @@ std::shared_ptr<Call> makeCall(http::verb verb, std::string target, std::string 
     call->idempotent = idempotent;
     call->done = std::move(done);
     call->maxAttempts = options.maxAttempts;
-    if (options.deadline.count() > 0) call->deadline = std::chrono::steady_clock::now() + options.deadline;
+    if (options.deadline.count() > 0) call->deadline = Clock::now() + options.deadline;
     return call;
 }
 }  // namespace
@@ -609,6 +740,48 @@ const std::string& ApiClient::problem() const {
 
 // ---------------------------------------------------------------------------------------
 
+namespace {
+
+// How a watch ended, as far as what comes next depends on it.
+struct WatchEnd {
+    bool answered = false;    // the watch request got an HTTP answer (its headers)
+    int code = 0;             // that answer's status, or an ERROR event's code
+    bool errorEvent = false;  // a 200 stream carried an ERROR event
+    bool broken = false;      // a 200 stream that cannot be trusted: malformed, oversized, silent
+    bool cut = false;         // a 200 stream the connection ended (reset, EOF) before its last chunk
+    bool tooLarge = false;    // 504 "Too large resource version"
+};
+
+enum class AfterWatch {
+    WatchAgain,       // from the last version, now
+    WatchAgainLater,  // from the same version, after Retry-After or backoff
+    ListAgain,        // now
+    ListAgainLater,   // after Retry-After or backoff
+};
+
+// The one place that decides whether the version a watch started from is still good: a
+// watch that never started, or whose connection was cut, keeps it (the server replays what
+// followed it, as client-go's reflector relies on); one that may have missed events unseen
+// (an ERROR, a stream malformed or silent past idleTimeout: a half-open connection) or that
+// the server cannot serve lists again.
+AfterWatch afterWatch(const WatchEnd& end) {
+    if (!end.answered || end.cut)
+        return AfterWatch::WatchAgainLater;             // refused, connect or TLS failed, reset
+    if (end.code == 410) return AfterWatch::ListAgain;  // the version is gone
+    // A watch from a version the server has not reached gets this answer forever.
+    if (end.tooLarge || end.errorEvent || end.broken) return AfterWatch::ListAgainLater;
+    if (end.code == 200) return AfterWatch::WatchAgain;  // the server ended it (timeoutSeconds)
+    if (end.code == 429) return AfterWatch::WatchAgainLater;
+    return AfterWatch::ListAgainLater;
+}
+
+std::string describeDuration(std::chrono::milliseconds duration) {
+    if (duration.count() % 1000 == 0) return std::to_string(duration.count() / 1000) + " s";
+    return std::to_string(duration.count()) + " ms";
+}
+
+}  // namespace
+
 struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
     Impl(ApiClient::Impl& client, std::string collection, Handlers handlers, Options options)
         : client(client.shared_from_this()),
@@ -617,6 +790,8 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
           options(std::move(options)),
           timer(client.loop) {}
 
+    enum class Next { Watch, List };
+
     std::string selectors() const {
         std::string query;
         if (!options.labelSelector.empty()) query += "&labelSelector=" + queryEscape(options.labelSelector);
@@ -624,73 +799,95 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
         return query;
     }
 
-    void list(std::string continueToken = "", std::shared_ptr<std::map<std::string, json::object>> pages = {},
-              std::string listVersion = "") {
+    bool current(std::uint64_t mine) const { return !stopped && mine == attempt; }
+
+    // A list from the start. Lists carry no resourceVersion: the server answers from etcd, so
+    // a list is never "too large" and always gets a version a watch can start from; a list
+    // that fails (504 included, after the client's own retries) is done again after backoff.
+    void startList() {
         if (stopped) return;
+        listPage(++attempt, "", std::make_shared<std::map<std::string, json::object>>(), "");
+    }
+
+    void listPage(std::uint64_t mine, const std::string& continueToken,
+                  std::shared_ptr<std::map<std::string, json::object>> pages, std::string listVersion) {
         listing = true;
-        if (!pages) pages = std::make_shared<std::map<std::string, json::object>>();
         std::string query = "limit=500" + selectors();
         if (!continueToken.empty()) query += "&continue=" + queryEscape(continueToken);
-        auto call =
-            makeCall(http::verb::get, collection + "?" + query, "", "", true,
-                     [self = shared_from_this(), pages, listVersion](ApiResult result) mutable {
-                         if (self->stopped) return;
-                         ++self->state.lists;
-                         self->state.connected = result.code != 0;
-                         if (!result.ok())
-                             return self->failed("listing " + self->collection + ": " + result.describe());
-                         const json::object* body = result.body.if_object();
-                         const json::value* items = body ? body->if_contains("items") : nullptr;
-                         if (!items || !items->is_array())
-                             return self->failed("listing " + self->collection + ": no items");
-                         for (const json::value& item : items->get_array()) {
-                             if (!item.is_object()) continue;
-                             std::string name = stringAt(item.get_object(), {"metadata", "name"});
-                             if (!name.empty()) (*pages)[name] = item.get_object();
-                         }
-                         if (listVersion.empty())
-                             listVersion = stringAt(*body, {"metadata", "resourceVersion"});
-                         std::string next = stringAt(*body, {"metadata", "continue"});
-                         if (!next.empty()) return self->list(next, pages, listVersion);
-                         self->listed(std::move(*pages), listVersion);
-                     });
+        auto call = makeCall(
+            http::verb::get, collection + "?" + query, "", "", true,
+            [self = shared_from_this(), mine, pages, listVersion](ApiResult result) mutable {
+                if (!self->current(mine)) return;
+                ++self->state.lists;
+                self->state.connected = result.code != 0;
+                if (!result.ok())
+                    return self->failed("listing " + self->collection + ": " + result.describe(), Next::List);
+                const json::object* body = result.body.if_object();
+                const json::value* items = body ? body->if_contains("items") : nullptr;
+                if (!items || !items->is_array())
+                    return self->failed("listing " + self->collection + ": no items", Next::List);
+                for (const json::value& item : items->get_array()) {
+                    if (!item.is_object()) continue;
+                    std::string name = stringAt(item.get_object(), {"metadata", "name"});
+                    if (!name.empty()) (*pages)[name] = item.get_object();
+                }
+                if (listVersion.empty()) listVersion = stringAt(*body, {"metadata", "resourceVersion"});
+                std::string next = stringAt(*body, {"metadata", "continue"});
+                if (!next.empty()) return self->listPage(mine, next, pages, listVersion);
+                self->listed(std::move(*pages), listVersion);
+            });
         client->enqueue(call);
     }
 
     // What changed against the cache is reported as events, so a relist neither repeats
-    // what was known nor loses what happened while no watch was open.
+    // what was known nor loses what happened while no watch was open. Each difference goes
+    // into the cache as it is reported: a handler that relists or stops leaves a cache that
+    // says exactly what was reported.
     void listed(std::map<std::string, json::object> now, const std::string& version) {
-        auto self = shared_from_this();
+        const std::uint64_t mine = attempt;
         listing = false;
-        std::map<std::string, json::object> previous = std::move(cache);
-        cache = now;
-        state.objects = cache.size();
         state.resourceVersion = version;
         state.synced = true;
         state.lastError.clear();
         failures = 0;
-        for (const auto& [name, object] : previous) {
-            if (stopped) return;
-            if (!now.contains(name) && handlers.deleted) handlers.deleted(object);
+        std::vector<std::string> gone;
+        for (const auto& [name, object] : cache)
+            if (!now.contains(name)) gone.push_back(name);
+        for (const auto& name : gone) {
+            auto node = cache.extract(name);
+            state.objects = cache.size();
+            if (handlers.vanished)
+                handlers.vanished(node.mapped());
+            else if (handlers.deleted)
+                handlers.deleted(node.mapped());
+            if (!current(mine)) return;
         }
         for (const auto& [name, object] : now) {
-            if (stopped) return;
-            auto it = previous.find(name);
-            if (it == previous.end()) {
+            auto it = cache.find(name);
+            const bool known = it != cache.end();
+            const bool changed = known && stringAt(it->second, {"metadata", "resourceVersion"}) !=
+                                              stringAt(object, {"metadata", "resourceVersion"});
+            cache[name] = object;
+            state.objects = cache.size();
+            if (!known) {
                 if (handlers.added) handlers.added(object);
-            } else if (stringAt(it->second, {"metadata", "resourceVersion"}) !=
-                       stringAt(object, {"metadata", "resourceVersion"})) {
+            } else if (changed) {
                 if (handlers.modified) handlers.modified(object);
             }
+            if (!current(mine)) return;
         }
-        if (stopped) return;
         if (handlers.synced) handlers.synced();
+        if (!current(mine)) return;
         notify();
-        if (!stopped) watch();
+        if (current(mine)) watch();
     }
 
     void watch() {
         if (stopped) return;
+        const std::uint64_t mine = ++attempt;
+        watchCode = 0;
+        watchBody.clear();
+        watchRetryAfter.reset();
         std::string error;
         std::uniform_int_distribution<long long> extra(0, options.watchTimeout.count());
         const auto seconds = options.watchTimeout.count() + extra(randomSource());
@@ -698,23 +895,23 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
                              queryEscape(state.resourceVersion) +
                              "&timeoutSeconds=" + std::to_string(seconds) + selectors();
         auto request = client->makeRequest(http::verb::get, target, "", "", error);
-        if (!request) return failed(error);
+        if (!request) return failed(error, Next::Watch);
         if (!connection)
             connection =
                 std::make_shared<Connection>(client->loop, client->tls, client->config, client->options);
-        const auto idle = std::chrono::milliseconds(std::chrono::seconds(seconds + 30));
         auto self = shared_from_this();
-        auto go = [self, request, idle] {
+        auto go = [self, request, mine] {
             ++self->state.watches;
             ++self->client->state.requests;
-            const std::uint64_t generation = ++self->generation;
-            self->streamStarted = std::chrono::steady_clock::now();
+            self->streamStarted = Clock::now();
+            // Bookmarks come about once a minute: a stream silent for idleTimeout is dead, or
+            // blind, whatever TCP says.
             self->connection->stream(
-                request, idle,
-                [self, generation](int code, const http::fields& headers) {
-                    if (self->stopped || generation != self->generation) return;
+                request, self->options.idleTimeout,
+                [self, mine](int code, const http::fields& headers) {
+                    if (!self->current(mine)) return;
+                    self->answered();
                     self->state.connected = true;
-                    self->client->state.reachable = true;
                     self->watchCode = code;
                     if (code == 200) {
                         self->state.watchCurrent = true;
@@ -722,33 +919,47 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
                         self->failures = 0;
                         self->notify();
                     } else {
-                        self->watchRetryAfter = retryAfter(headers);
+                        self->watchRetryAfter = retryAfter(headers, self->client->options.retryAfterMax);
                     }
                 },
-                [self, generation](std::string& body) {
-                    if (self->stopped || generation != self->generation) return false;
-                    if (self->watchCode != 200) return true;  // the whole error answer first
-                    return self->consume(body);
+                [self, mine](std::string& body) {
+                    if (!self->current(mine)) return false;
+                    self->answered();
+                    if (self->watchCode != 200) {
+                        // The whole error answer (a Status) first; its start is enough.
+                        const std::size_t room =
+                            kMaxWatchErrorBody - std::min(kMaxWatchErrorBody, self->watchBody.size());
+                        self->watchBody.append(body, 0, std::min(room, body.size()));
+                        body.clear();
+                        return true;
+                    }
+                    return self->consume(body, mine);
                 },
-                [self, generation](beast::error_code ec) {
-                    if (self->stopped || generation != self->generation) return;
-                    self->streamEnded(ec);
+                [self, mine](beast::error_code ec) {
+                    if (self->current(mine)) self->streamEnded(ec);
                 });
         };
         if (connection->isOpen()) return go();
-        connection->open([self, go](std::string error) {
-            if (self->stopped) return;
+        connection->open([self, go, mine](std::string error) {
+            if (!self->current(mine)) return;
             if (!error.empty()) {
+                self->dropConnection();
                 self->state.connected = false;
                 self->client->state.reachable = false;
-                return self->failed(error);
+                return self->watchEnded({}, "watch of " + self->collection + ": " + error);
             }
             go();
         });
     }
 
+    // Any byte from the server is an answer: the API is there.
+    void answered() {
+        client->state.reachable = true;
+        client->state.lastAnswer = Clock::now();
+    }
+
     // Handles the complete lines in `body`; false when the stream is abandoned.
-    bool consume(std::string& body) {
+    bool consume(std::string& body, std::uint64_t mine) {
         std::size_t start = 0;
         for (;;) {
             const auto newline = body.find('\n', start);
@@ -756,47 +967,46 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
             std::string_view line(body.data() + start, newline - start);
             start = newline + 1;
             if (line.find_first_not_of(" \r\t") == std::string_view::npos) continue;
-            if (!event(line)) {
+            if (!event(line, mine)) {
                 body.clear();
                 return false;
             }
         }
         body.erase(0, start);
         if (body.size() > kMaxWatchLine) {
-            connection->close();
-            failed("watch of " + collection + ": an event larger than 16 MiB");
+            streamBroke("an event larger than 16 MiB");
             return false;
         }
         return true;
     }
 
-    bool event(std::string_view line) {
+    // False when the stream is abandoned (an ERROR, a malformed event, or a handler that
+    // relisted or stopped).
+    bool event(std::string_view line, std::uint64_t mine) {
         json::error_code ec;
         json::value parsed = json::parse(line, ec);
         const json::object* event = parsed.if_object();
         const json::value* typeValue = event ? event->if_contains("type") : nullptr;
         const json::value* objectValue = event ? event->if_contains("object") : nullptr;
         if (ec || !typeValue || !typeValue->is_string() || !objectValue || !objectValue->is_object()) {
-            connection->close();
-            failed("watch of " + collection + ": a malformed event");
+            streamBroke("a malformed event");
             return false;
         }
         const std::string type(typeValue->get_string());
         const json::object& object = objectValue->get_object();
         if (type == "ERROR") {
-            connection->close();
-            state.watchCurrent = false;
+            ApiResult status;
             const json::value* code = object.if_contains("code");
-            if (code && code->is_int64() && code->get_int64() == 410) {
-                log.debug() << "watch of " << collection << ": resourceVersion " << state.resourceVersion
-                            << " is gone; listing again";
-                list();
-            } else {
-                ApiResult status;
-                status.code = code && code->is_int64() ? static_cast<int>(code->get_int64()) : 500;
-                readStatus(status, json::serialize(object));
-                failed("watch of " + collection + ": " + status.describe());
-            }
+            status.code = code && code->is_int64() ? static_cast<int>(code->get_int64()) : 500;
+            readStatus(status, json::serialize(object));
+            dropConnection();
+            watchEnded({.answered = true,
+                        .code = status.code,
+                        .errorEvent = true,
+                        .broken = false,
+                        .cut = false,
+                        .tooLarge = resourceVersionTooLarge(status)},
+                       "watch of " + collection + ": " + status.describe());
             return false;
         }
         const std::string version = stringAt(object, {"metadata", "resourceVersion"});
@@ -816,57 +1026,114 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
                 handlers.deleted(object);
             }
         }
-        return !stopped;
+        return current(mine);
+    }
+
+    // A 200 stream that cannot go on: what it missed is unknown.
+    void streamBroke(const std::string& why) {
+        dropConnection();
+        watchEnded({.answered = true,
+                    .code = 200,
+                    .errorEvent = false,
+                    .broken = true,
+                    .cut = false,
+                    .tooLarge = false},
+                   "watch of " + collection + ": " + why);
     }
 
     void streamEnded(beast::error_code ec) {
-        state.watchCurrent = false;
-        notify();
         if (ec) {
-            connection->close();
-            state.connected = false;
-            client->state.reachable = false;
-            return failed(transportMessage("watch of " + collection, ec));
+            dropConnection();
+            if (watchCode == 0 || watchCode == 200) {
+                state.connected = false;
+                client->state.reachable = false;
+            }
+            if (watchCode == 0) return watchEnded({}, transportMessage("watch of " + collection, ec));
+            if (watchCode == 200) {
+                if (ec == beast::error::timeout)
+                    return streamBroke("nothing received for " + describeDuration(options.idleTimeout));
+                return watchEnded({.answered = true,
+                                   .code = 200,
+                                   .errorEvent = false,
+                                   .broken = false,
+                                   .cut = true,
+                                   .tooLarge = false},
+                                  "watch of " + collection + ": " + transportMessage("stream", ec));
+            }
+            // An error answer cut short: its status decides.
+        } else if (!connection->keepAlive()) {
+            dropConnection();
         }
-        if (!connection->keepAlive()) connection->close();
-        if (watchCode == 200) {
-            // The server ended it: go on from the last version. A server that ends every
-            // stream at once is not asked again and again in a tight loop.
-            if (std::chrono::steady_clock::now() - streamStarted < std::chrono::seconds(1))
-                return later(backoffDelay(client->options, ++quickEnds), [this] { watch(); });
-            quickEnds = 0;
-            return watch();
-        }
-        if (watchCode == 410) return list();
+        if (watchCode == 200)
+            return watchEnded({.answered = true,
+                               .code = 200,
+                               .errorEvent = false,
+                               .broken = false,
+                               .cut = false,
+                               .tooLarge = false},
+                              "");
         ApiResult status;
         status.code = watchCode;
+        readStatus(status, watchBody);
         if (watchCode == 401) client->token.invalidate();
-        if (watchCode == 429 && watchRetryAfter) {
-            state.lastError = "watch of " + collection + ": 429 TooManyRequests";
-            return later(std::min(*watchRetryAfter, client->options.retryAfterMax), [this] { watch(); });
-        }
-        failed("watch of " + collection + ": HTTP " + std::to_string(watchCode));
+        watchEnded({.answered = true,
+                    .code = watchCode,
+                    .errorEvent = false,
+                    .broken = false,
+                    .cut = false,
+                    .tooLarge = resourceVersionTooLarge(status)},
+                   "watch of " + collection + ": " + status.describe());
     }
 
-    void failed(const std::string& error) {
+    void watchEnded(const WatchEnd& end, const std::string& error) {
+        const std::uint64_t mine = attempt;
+        state.watchCurrent = false;
+        switch (afterWatch(end)) {
+            case AfterWatch::WatchAgain:
+                notify();
+                if (!current(mine)) return;
+                // A server that ends every stream at once is not asked again and again in a
+                // tight loop.
+                if (Clock::now() - streamStarted < std::chrono::seconds(1))
+                    return later(backoffDelay(client->options, ++quickEnds), [this] { watch(); });
+                quickEnds = 0;
+                return watch();
+            case AfterWatch::WatchAgainLater:
+                return failed(error, Next::Watch, watchRetryAfter);
+            case AfterWatch::ListAgain:
+                log.debug() << "watch of " << collection << ": resourceVersion " << state.resourceVersion
+                            << " is gone; listing again";
+                notify();
+                if (current(mine)) startList();
+                return;
+            case AfterWatch::ListAgainLater:
+                return failed(error, Next::List, watchRetryAfter);
+        }
+    }
+
+    // Counted as failed; the next try after `delay` (a capped Retry-After) or backoff.
+    void failed(const std::string& error, Next next, std::optional<std::chrono::milliseconds> delay = {}) {
+        const std::uint64_t mine = attempt;
         state.watchCurrent = false;
         if (error != state.lastError) log.debug() << error;
         state.lastError = error;
+        const auto backoff = backoffDelay(client->options, ++failures);
         notify();
-        const auto delay = backoffDelay(client->options, ++failures);
+        if (!current(mine)) return;
         // Without a list there is no version to watch from; a list that failed halfway (after
         // a 410) must be done again whole.
-        if (listing || state.resourceVersion.empty() || !state.synced) {
-            later(delay, [this] { list(); });
+        if (listing || state.resourceVersion.empty() || !state.synced) next = Next::List;
+        if (next == Next::List) {
+            later(delay.value_or(backoff), [this] { startList(); });
         } else {
-            later(delay, [this] { watch(); });
+            later(delay.value_or(backoff), [this] { watch(); });
         }
     }
 
     void later(std::chrono::milliseconds delay, std::function<void()> next) {
         timer.expires_after(delay);
-        timer.async_wait([self = shared_from_this(), next](const beast::error_code& ec) {
-            if (ec || self->stopped) return;
+        timer.async_wait([self = shared_from_this(), next, mine = attempt](const beast::error_code& ec) {
+            if (ec || !self->current(mine)) return;
             next();
         });
     }
@@ -879,10 +1146,29 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
         if (handlers.stateChanged) handlers.stateChanged();
     }
 
+    // The stream's handlers keep the Connection alive until they have run; a new watch gets
+    // a new one.
+    void dropConnection() {
+        if (!connection) return;
+        connection->close();
+        connection.reset();
+    }
+
+    void relist() {
+        if (!started || stopped) return;
+        const std::uint64_t mine = ++attempt;  // the stream, list or timer under way is dropped
+        timer.cancel();
+        dropConnection();
+        state.watchCurrent = false;
+        notify();
+        if (current(mine)) startList();
+    }
+
     void stop() {
         stopped = true;
+        ++attempt;
         timer.cancel();
-        if (connection) connection->close();
+        dropConnection();
     }
 
     std::shared_ptr<ApiClient::Impl> client;
@@ -893,14 +1179,17 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
     std::map<std::string, json::object> cache;
     std::shared_ptr<Connection> connection;  // this watch's own
     net::steady_timer timer;
-    std::uint64_t generation = 0;  // of the current stream: older streams' handlers do nothing
-    int watchCode = 0;
+    // Of the current list, watch or timer: what an earlier one reports is dropped.
+    std::uint64_t attempt = 0;
+    int watchCode = 0;      // of the current watch's answer; 0 before its headers
+    std::string watchBody;  // a non-200 answer's Status
     std::optional<std::chrono::milliseconds> watchRetryAfter;
     std::optional<std::tuple<bool, bool, std::string>> notified;
-    std::chrono::steady_clock::time_point streamStarted;
+    Clock::time_point streamStarted;
     int quickEnds = 0;     // streams in a row that the server ended within a second
     bool listing = false;  // a list is under way or failed; the next try lists
     int failures = 0;
+    bool started = false;
     bool stopped = false;
 };
 
@@ -917,11 +1206,16 @@ void Informer::start() {
         impl_->state.lastError = impl_->client->tlsProblem;
         return;
     }
-    impl_->list();
+    if (impl_->started) return;
+    impl_->started = true;
+    impl_->startList();
 }
 
 void Informer::stop() {
     impl_->stop();
+}
+void Informer::relist() {
+    impl_->relist();
 }
 const Informer::State& Informer::state() const {
     return impl_->state;

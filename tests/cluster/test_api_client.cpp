@@ -1,13 +1,22 @@
 // The API client against a real HTTPS server with a test CA: verification, tokens,
-// answers that are returned (401, 409) and answers that are retried (429, 5xx), and the
-// informer's list and watch through bookmarks, stream ends and 410.
+// answers that are returned (401, 409) and answers that are retried (429, 5xx, Retry-After
+// cut short), bounds (queued calls, deadlines, keepalive) and what it says about an API server
+// that does not answer; the informer's list and watch through bookmarks, stream ends, 410,
+// ERROR events, 504 "Too large resource version", silent and broken streams and relist().
 #include <chrono>
 #include <functional>
+#include <optional>
+#include <string>
+#include <vector>
 
+#include <arpa/inet.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "cluster/api_client.h"
@@ -42,6 +51,22 @@ protected:
         for (const auto& request : server.requests())
             if (request.target.find("watch=1") != std::string::npos) ++count;
         return count;
+    }
+
+    // The Leases requests in order, each "list" or "watch from <resourceVersion>".
+    std::vector<std::string> leaseRequests() {
+        std::vector<std::string> kinds;
+        for (const auto& request : server.requests()) {
+            if (request.method != "GET" || request.target.rfind(kLeases + "?", 0) != 0) continue;
+            const auto at = request.target.find("resourceVersion=");
+            if (request.target.find("watch=1") == std::string::npos) {
+                kinds.push_back("list");
+            } else {
+                const auto end = request.target.find('&', at);
+                kinds.push_back("watch from " + request.target.substr(at + 16, end - at - 16));
+            }
+        }
+        return kinds;
     }
 
     // One test PKI for the whole program: making RSA keys is most of a test's time.
@@ -247,6 +272,7 @@ struct Recorder {
                     events.push_back("modified " + name(o) + " " + holderOf(o));
                 },
             .deleted = [this](const json::object& o) { events.push_back("deleted " + name(o)); },
+            .vanished = {},
             .synced = [this] { ++synced; },
             .stateChanged = [this] { ++stateChanges; },
         };
@@ -344,6 +370,245 @@ TEST_F(ApiClientTest, InformerRecoversWhenTheServerRefusesForAWhile) {
     EXPECT_TRUE(informer.state().lastError.empty());
     EXPECT_TRUE(informer.state().connected);
     EXPECT_GE(recorder.stateChanges, 2);  // the failure, then the recovery
+}
+
+TEST_F(ApiClientTest, RetryAfterOfAServerErrorIsCutToRetryAfterMax) {
+    ClientOptions options = fastRetries();
+    options.retryAfterMax = std::chrono::milliseconds(100);
+    ApiClient client(loop, config(certificates.caPem), options);
+    // Waiting as asked would outlast the test (and the node).
+    server.failNext(503, 1, "100000");
+    auto got = call([&](auto done) { client.get(kLeases, done); });
+    EXPECT_TRUE(got.ok()) << got.describe();
+    EXPECT_EQ(got.attempts, 2);
+}
+
+TEST_F(ApiClientTest, ACallBeyondMaxQueuedFailsAtOnce) {
+    ClientOptions options = fastRetries();
+    options.maxQueued = 2;
+    ApiClient client(loop, config(certificates.caPem), options);
+    server.holdAnswers(true);
+    std::optional<ApiResult> first, second, third;
+    client.get(kLeases, [&](ApiResult r) { first = std::move(r); });
+    client.get(kLeases, [&](ApiResult r) { second = std::move(r); });
+    client.get(kLeases, [&](ApiResult r) { third = std::move(r); });
+    ASSERT_TRUE(runUntil([&] { return third.has_value(); }));
+    EXPECT_EQ(third->code, 0);
+    EXPECT_EQ(third->message, "2 calls already wait for the API server");
+    EXPECT_FALSE(first.has_value() || second.has_value());  // the server has answered nothing yet
+    server.holdAnswers(false);
+    ASSERT_TRUE(runUntil([&] { return first.has_value() && second.has_value(); }));
+    EXPECT_TRUE(first->ok()) << first->describe();
+    EXPECT_TRUE(second->ok()) << second->describe();
+}
+
+TEST_F(ApiClientTest, AQueuedCallIsAnsweredAtItsDeadlineNotWhenTheCallAheadEnds) {
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    ASSERT_TRUE(call([&](auto done) { client.get(kLeases, done); }).ok());
+    ASSERT_TRUE(client.state().reachable);
+    server.holdAnswers(true);
+    std::optional<ApiResult> ahead;
+    client.get(kLeases, [&](ApiResult r) { ahead = std::move(r); });
+    auto hurried = call([&](auto done) {
+        client.get(kLeases, done, {.maxAttempts = 0, .deadline = std::chrono::milliseconds(300)});
+    });
+    EXPECT_EQ(hurried.code, 0);
+    EXPECT_EQ(hurried.message, "no answer from the API server before the call's deadline");
+    EXPECT_FALSE(ahead.has_value());
+    // Nothing was answered while it waited.
+    EXPECT_FALSE(client.state().reachable);
+    server.holdAnswers(false);
+    ASSERT_TRUE(runUntil([&] { return ahead.has_value(); }));
+    EXPECT_TRUE(ahead->ok()) << ahead->describe();
+    EXPECT_TRUE(client.state().reachable);
+    EXPECT_EQ(server.requests().size(), 2u);  // the hurried call was never sent
+}
+
+TEST_F(ApiClientTest, WaitingSinceIsSetWhileTheServerDoesNotAnswer) {
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    EXPECT_EQ(client.state().lastAnswer, std::chrono::steady_clock::time_point{});
+    ASSERT_TRUE(call([&](auto done) { client.get(kLeases, done); }).ok());
+    const auto answeredAt = client.state().lastAnswer;
+    EXPECT_NE(answeredAt, std::chrono::steady_clock::time_point{});
+    EXPECT_FALSE(client.state().waitingSince.has_value());
+
+    server.holdAnswers(true);
+    const auto before = std::chrono::steady_clock::now();
+    std::optional<ApiResult> result;
+    client.get(kLeases, [&](ApiResult r) { result = std::move(r); });
+    ASSERT_TRUE(client.state().waitingSince.has_value());
+    EXPECT_GE(*client.state().waitingSince, before);
+    // Sent, and the server says nothing.
+    ASSERT_TRUE(runUntil([&] { return server.requests().size() == 2; }));
+    EXPECT_TRUE(client.state().waitingSince.has_value());
+    EXPECT_EQ(client.state().lastAnswer, answeredAt);
+
+    server.holdAnswers(false);
+    ASSERT_TRUE(runUntil([&] { return result.has_value(); }));
+    EXPECT_FALSE(client.state().waitingSince.has_value());
+    EXPECT_GT(client.state().lastAnswer, answeredAt);
+}
+
+// The client's sockets are in this process: those whose peer is the server's port.
+std::vector<int> socketsConnectedTo(unsigned short port) {
+    std::vector<int> found;
+    for (int fd = 0; fd < 1024; ++fd) {
+        sockaddr_storage peer{};
+        socklen_t length = sizeof peer;
+        if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0) continue;
+        if (peer.ss_family == AF_INET && ntohs(reinterpret_cast<sockaddr_in*>(&peer)->sin_port) == port)
+            found.push_back(fd);
+    }
+    return found;
+}
+
+int socketOption(int fd, int level, int name) {
+    int value = -1;
+    socklen_t length = sizeof value;
+    return ::getsockopt(fd, level, name, &value, &length) == 0 ? value : -1;
+}
+
+TEST_F(ApiClientTest, ConnectionsToTheApiServerNoticeADeadPeerThroughKeepalive) {
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    ASSERT_TRUE(call([&](auto done) { client.get(kLeases, done); }).ok());
+    Informer informer(client, kLeases, {}, {});
+    informer.start();
+    ASSERT_TRUE(runUntil([&] { return informer.state().watchCurrent; }));
+    const auto sockets = socketsConnectedTo(server.port());
+    ASSERT_EQ(sockets.size(), 2u);  // requests, and the watch's own
+    for (int fd : sockets) {
+        EXPECT_NE(socketOption(fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+        EXPECT_EQ(socketOption(fd, IPPROTO_TCP, TCP_KEEPIDLE), 15);
+        EXPECT_EQ(socketOption(fd, IPPROTO_TCP, TCP_KEEPINTVL), 5);
+        EXPECT_EQ(socketOption(fd, IPPROTO_TCP, TCP_KEEPCNT), 3);
+        EXPECT_EQ(socketOption(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 30000);
+    }
+}
+
+TEST_F(ApiClientTest, InformerListsAgainWhenTheWatchIsAnsweredResourceVersionTooLarge) {
+    server.putObject(kLeases, "cam-0", lease("cam-0", "node-a"));
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    Recorder recorder;
+    // What a real server answers a watch from a version it has not reached: watching again
+    // from that version would get the same answer forever.
+    server.failNextWatches(504, 1, "1", "Timeout: Too large resource version: 9999, current: 101",
+                           "ResourceVersionTooLarge");
+    Informer informer(client, kLeases, recorder.handlers(), {});
+    informer.start();
+    ASSERT_TRUE(runUntil([&] { return informer.state().lists == 2 && informer.state().watchCurrent; }));
+    const std::string version = server.resourceVersionOf(kLeases, "cam-0");
+    EXPECT_EQ(leaseRequests(),
+              (std::vector<std::string>{"list", "watch from " + version, "list", "watch from " + version}));
+    EXPECT_EQ(recorder.events, (std::vector<std::string>{"added cam-0 node-a"}));
+}
+
+TEST_F(ApiClientTest, InformerWatchesAgainFromTheSameVersionAfterTooManyRequests) {
+    server.putObject(kLeases, "cam-0", lease("cam-0", "node-a"));
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    Recorder recorder;
+    server.failNextWatches(429, 1, "1");
+    Informer informer(client, kLeases, recorder.handlers(), {});
+    informer.start();
+    ASSERT_TRUE(runUntil([&] { return watchRequests() == 2 && informer.state().watchCurrent; }));
+    const std::string version = server.resourceVersionOf(kLeases, "cam-0");
+    EXPECT_EQ(leaseRequests(),
+              (std::vector<std::string>{"list", "watch from " + version, "watch from " + version}));
+    EXPECT_EQ(informer.state().lists, 1u);
+}
+
+class InformerErrorEvent : public ApiClientTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(InformerErrorEvent, AnErrorEventInTheStreamListsAgain) {
+    server.putObject(kLeases, "cam-0", lease("cam-0", "node-a"));
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    Recorder recorder;
+    Informer informer(client, kLeases, recorder.handlers(), {});
+    informer.start();
+    ASSERT_TRUE(runUntil([&] { return informer.state().watchCurrent && server.openWatches() == 1; }));
+    if (GetParam() == 504)
+        server.errorWatches(504, "Timeout", "Too large resource version: 9999, current: 101");
+    else
+        server.errorWatches(500, "InternalError", "etcdserver: leader changed");
+    ASSERT_TRUE(runUntil([&] { return informer.state().lists == 2 && informer.state().watchCurrent; }));
+    EXPECT_EQ(leaseRequests().size(), 4u);                                         // list, watch, list, watch
+    EXPECT_EQ(recorder.events, (std::vector<std::string>{"added cam-0 node-a"}));  // nothing twice
+    EXPECT_EQ(recorder.synced, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(TooLargeOrInternal, InformerErrorEvent, ::testing::Values(504, 500));
+
+TEST_F(ApiClientTest, InformerGivesUpASilentWatchAfterIdleTimeoutAndListsAgain) {
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    Recorder recorder;
+    auto handlers = recorder.handlers();
+    std::vector<std::string> errors;
+    Informer* watched = nullptr;
+    handlers.stateChanged = [&] {
+        if (watched && !watched->state().lastError.empty()) errors.push_back(watched->state().lastError);
+    };
+    Informer::Options options;
+    options.idleTimeout = std::chrono::seconds(1);
+    // Headers, then nothing: not even the bookmarks a server sends every minute.
+    server.silenceWatches(true);
+    Informer informer(client, kLeases, handlers, options);
+    watched = &informer;
+    informer.start();
+    ASSERT_TRUE(runUntil([&] { return informer.state().watchCurrent && server.openWatches() == 1; }));
+    server.silenceWatches(false);
+    server.putObject(kLeases, "cam-0", lease("cam-0", "node-a"));  // the silent stream does not tell
+    ASSERT_TRUE(runUntil([&] { return informer.state().lists == 2 && informer.state().watchCurrent; }));
+    EXPECT_EQ(recorder.events, (std::vector<std::string>{"added cam-0 node-a"}));
+    ASSERT_FALSE(errors.empty());
+    EXPECT_NE(errors.front().find("nothing received for 1 s"), std::string::npos) << errors.front();
+    EXPECT_TRUE(informer.state().lastError.empty());
+}
+
+// A connection cut under a stream (a reset, a proxy restarting): the server replays what
+// followed the last version, so the informer watches again from it, as client-go's
+// reflector does, without a list (a thousand nodes would each list after a load balancer
+// restarts otherwise).
+TEST_F(ApiClientTest, InformerWatchesAgainFromItsVersionWhenAStreamIsCut) {
+    server.putObject(kLeases, "cam-0", lease("cam-0", "node-a"));
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    Recorder recorder;
+    Informer informer(client, kLeases, recorder.handlers(), {});
+    informer.start();
+    ASSERT_TRUE(runUntil([&] { return informer.state().watchCurrent && server.openWatches() == 1; }));
+    server.closeConnections();
+    server.putObject(kLeases, "cam-1", lease("cam-1", "node-b"));
+    ASSERT_TRUE(runUntil([&] { return informer.state().watchCurrent && recorder.events.size() == 2; }));
+    EXPECT_EQ(recorder.events, (std::vector<std::string>{"added cam-0 node-a", "added cam-1 node-b"}));
+    EXPECT_EQ(informer.state().lists, 1u);
+}
+
+TEST_F(ApiClientTest, RelistListsAgainNowAndReportsOnlyTheDifference) {
+    server.putObject(kLeases, "keep", lease("keep", "node-a"));
+    server.putObject(kLeases, "change", lease("change", "node-a"));
+    server.putObject(kLeases, "drop", lease("drop", "node-a"));
+    ApiClient client(loop, config(certificates.caPem), fastRetries());
+    Recorder recorder;
+    Informer informer(client, kLeases, recorder.handlers(), {});
+    informer.relist();  // before start(): nothing
+    informer.start();
+    ASSERT_TRUE(runUntil([&] { return informer.state().watchCurrent && recorder.events.size() == 3; }));
+    EXPECT_EQ(informer.state().lists, 1u);
+    recorder.events.clear();
+    // The watch goes blind: the stream the server ends is followed by one that says nothing.
+    server.silenceWatches(true);
+    server.endWatches();
+    ASSERT_TRUE(runUntil([&] { return watchRequests() == 2 && informer.state().watchCurrent; }));
+    server.silenceWatches(false);
+    server.putObject(kLeases, "change", lease("change", "node-b"));
+    server.deleteObject(kLeases, "drop");
+    server.putObject(kLeases, "new", lease("new", "node-b"));
+    // The owner knows (its own write did not show up) and asks.
+    informer.relist();
+    EXPECT_FALSE(informer.state().watchCurrent);
+    ASSERT_TRUE(runUntil([&] { return informer.state().lists == 2 && informer.state().watchCurrent; }));
+    EXPECT_EQ(recorder.events,
+              (std::vector<std::string>{"deleted drop", "modified change node-b", "added new node-b"}));
+    EXPECT_EQ(recorder.synced, 2);
+    EXPECT_EQ(informer.objects().size(), 3u);
 }
 
 }  // namespace

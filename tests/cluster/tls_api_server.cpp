@@ -35,10 +35,14 @@ void run(const std::string& command) {
         throw std::runtime_error("failed: " + command);
 }
 
-json::object status(int code, const std::string& reason, const std::string& message) {
-    return {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", json::object{}},
-            {"status", "Failure"}, {"message", message}, {"reason", reason},
-            {"code", code}};
+json::object status(int code, const std::string& reason, const std::string& message,
+                    const std::string& cause = "") {
+    json::object object{{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", json::object{}},
+                        {"status", "Failure"}, {"message", message}, {"reason", reason},
+                        {"code", code}};
+    if (!cause.empty())
+        object["details"] = {{"causes", json::array{json::object{{"reason", cause}, {"message", message}}}}};
+    return object;
 }
 
 std::string reasonFor(int code) {
@@ -57,6 +61,8 @@ std::string reasonFor(int code) {
             return "InternalError";
         case 503:
             return "ServiceUnavailable";
+        case 504:
+            return "Timeout";
         default:
             return "Unknown";
     }
@@ -162,13 +168,13 @@ void TlsApiServer::acceptLoop() {
                     http::read(stream, buffer, request);
                     int code = 200;
                     std::string retryAfter, watchCollection;
-                    bool watch = false;
+                    bool watch = false, silent = false;
                     std::uint64_t from = 0;
                     std::string auth(request[http::field::authorization]);
                     std::string body =
                         handle(std::string(request.method_string()), std::string(request.target()),
                                std::string(request[http::field::content_type]), auth, request.body(), code,
-                               retryAfter, watch, from, watchCollection);
+                               retryAfter, watch, from, watchCollection, silent);
                     if (!watch) {
                         http::response<http::string_body> response(static_cast<http::status>(code), 11);
                         response.set(http::field::content_type, "application/json");
@@ -189,6 +195,7 @@ void TlsApiServer::acceptLoop() {
                     std::unique_lock lock(mutex_);
                     ++openWatches_;
                     const std::uint64_t generation = watchGeneration_;
+                    const std::uint64_t errors = errorGeneration_;
                     std::size_t next = 0;
                     auto send = [&](const json::object& event) {
                         std::string line = json::serialize(event) + "\n";
@@ -202,14 +209,20 @@ void TlsApiServer::acceptLoop() {
                     } else {
                         // An ended stream sends nothing more, as a server that went away.
                         auto ended = [&] { return stopping_ || generation != watchGeneration_; };
+                        // A silent stream sends nothing at all, an ERROR event included.
+                        auto erred = [&] { return !silent && errors != errorGeneration_; };
                         while (!ended()) {
-                            while (next < history_.size() && !ended()) {
+                            if (erred()) {
+                                send({{"type", "ERROR"}, {"object", watchError_}});
+                                break;
+                            }
+                            while (!silent && next < history_.size() && !ended()) {
                                 Event event = history_[next++];
                                 if (event.version <= from) continue;
                                 if (event.collection != watchCollection && event.collection != "*") continue;
                                 send({{"type", event.type}, {"object", event.object}});
                             }
-                            if (!ended()) changed_.wait(lock);
+                            if (!ended() && !erred()) changed_.wait(lock);
                         }
                     }
                     --openWatches_;
@@ -235,13 +248,25 @@ void TlsApiServer::record(const std::string& collection, const std::string& type
 std::string TlsApiServer::handle(const std::string& method, const std::string& target,
                                  const std::string& contentType, const std::string& auth,
                                  const std::string& body, int& code, std::string& retryAfter, bool& watch,
-                                 std::uint64_t& watchFrom, std::string& watchCollection) {
+                                 std::uint64_t& watchFrom, std::string& watchCollection, bool& silent) {
     std::unique_lock lock(mutex_);
     requests_.push_back({method, target, contentType, body});
     auto answer = [&](int with, const std::string& message) {
         code = with;
         return json::serialize(status(with, reasonFor(with), message));
     };
+    const auto question = target.find('?');
+    const std::string path = target.substr(0, question);
+    const std::string query = question == std::string::npos ? "" : target.substr(question + 1);
+    const bool watchRequest = queryValue(query, "watch") == "1";
+    if (!watchRequest) changed_.wait(lock, [this] { return !answersHeld_ || stopping_; });
+    if (watchRequest && !watchFailures_.empty()) {
+        Injected injected = watchFailures_.front();
+        watchFailures_.pop_front();
+        retryAfter = injected.retryAfter;
+        code = injected.code;
+        return json::serialize(status(code, reasonFor(code), injected.message, injected.cause));
+    }
     if (!failures_.empty()) {
         auto [failCode, after] = failures_.front();
         failures_.pop_front();
@@ -250,9 +275,6 @@ std::string TlsApiServer::handle(const std::string& method, const std::string& t
     }
     if (auth.rfind("Bearer ", 0) != 0 || !tokens_.contains(auth.substr(7)))
         return answer(401, "Unauthorized");
-    const auto question = target.find('?');
-    const std::string path = target.substr(0, question);
-    const std::string query = question == std::string::npos ? "" : target.substr(question + 1);
     std::string collection = path, name;
     if (!collections_.contains(path)) {
         const auto slash = path.rfind('/');
@@ -275,12 +297,13 @@ std::string TlsApiServer::handle(const std::string& method, const std::string& t
     };
 
     if (method == "GET" && name.empty()) {
-        if (queryValue(query, "watch") == "1") {
+        if (watchRequest) {
             changed_.wait(lock, [this] { return !watchesHeld_ || stopping_; });
             const std::string from = queryValue(query, "resourceVersion");
             watchFrom = from.empty() ? 0 : std::stoull(from);
             if (watchFrom < compactedBelow_ && goneAsHttp_) return answer(410, "too old resource version");
             watch = true;
+            silent = watchesSilent_;
             watchCollection = collection;
             return "";
         }
@@ -407,6 +430,31 @@ std::string TlsApiServer::resourceVersionOf(const std::string& collection, const
 void TlsApiServer::failNext(int code, int count, const std::string& retryAfter) {
     std::lock_guard lock(mutex_);
     for (int i = 0; i < count; ++i) failures_.emplace_back(code, retryAfter);
+}
+
+void TlsApiServer::failNextWatches(int code, int count, const std::string& retryAfter,
+                                   const std::string& message, const std::string& cause) {
+    std::lock_guard lock(mutex_);
+    for (int i = 0; i < count; ++i) watchFailures_.push_back({code, retryAfter, message, cause});
+}
+
+void TlsApiServer::errorWatches(int code, const std::string& reason, const std::string& message,
+                                const std::string& cause) {
+    std::lock_guard lock(mutex_);
+    watchError_ = status(code, reason, message, cause);
+    ++errorGeneration_;
+    changed_.notify_all();
+}
+
+void TlsApiServer::silenceWatches(bool silent) {
+    std::lock_guard lock(mutex_);
+    watchesSilent_ = silent;
+}
+
+void TlsApiServer::holdAnswers(bool held) {
+    std::lock_guard lock(mutex_);
+    answersHeld_ = held;
+    changed_.notify_all();
 }
 
 void TlsApiServer::setTokens(std::set<std::string> tokens) {

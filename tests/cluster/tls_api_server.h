@@ -2,8 +2,9 @@
 // A small Kubernetes API server for the client's tests: HTTPS with a test CA, bearer
 // tokens, objects with resourceVersions in named collections (create, get, list, replace,
 // merge patch, apply, delete with preconditions), watch streams with history, bookmarks
-// and 410 after compaction, and injected answers (429 with Retry-After, 500). One thread
-// per connection; every method may be called from any thread.
+// and 410 after compaction, and injected trouble: answers (429 with Retry-After, 5xx, 504
+// "Too large resource version" to watches), ERROR events, silent watches and requests left
+// unanswered. One thread per connection; every method may be called from any thread.
 
 #include <condition_variable>
 #include <cstdint>
@@ -50,6 +51,20 @@ public:
 
     // The next `count` requests (watches included) are answered with `code` and a Status.
     void failNext(int code, int count, const std::string& retryAfter = "");
+    // The next `count` watch requests (only they) are answered with `code` and a Status
+    // with `message` and, when given, details.causes[0].reason `cause` (504, "Timeout: Too
+    // large resource version: …", "ResourceVersionTooLarge" is what a real server says to a
+    // watch from a version it has not reached).
+    void failNextWatches(int code, int count, const std::string& retryAfter = "",
+                         const std::string& message = "injected", const std::string& cause = "");
+    // Every open watch gets an ERROR event with this Status, and its stream ends.
+    void errorWatches(int code, const std::string& reason, const std::string& message,
+                      const std::string& cause = "");
+    // While set, a new watch gets its headers and then nothing at all (no event, no
+    // BOOKMARK, no end) until endWatches(), closeConnections() or the server stops.
+    void silenceWatches(bool silent);
+    // While held, requests other than watches are recorded and wait before they are answered.
+    void holdAnswers(bool held);
     void setTokens(std::set<std::string> tokens);
     // Every open watch gets a BOOKMARK with the current resourceVersion.
     void bookmark();
@@ -75,9 +90,13 @@ private:
         boost::json::object object;
     };
     void acceptLoop();
+    struct Injected {
+        int code;
+        std::string retryAfter, message, cause;
+    };
     std::string handle(const std::string& method, const std::string& target, const std::string& contentType,
                        const std::string& auth, const std::string& body, int& code, std::string& retryAfter,
-                       bool& watch, std::uint64_t& watchFrom, std::string& watchCollection);
+                       bool& watch, std::uint64_t& watchFrom, std::string& watchCollection, bool& silent);
     void record(const std::string& collection, const std::string& type, const boost::json::object& object);
 
     std::mutex mutex_;  // guards everything below
@@ -90,9 +109,14 @@ private:
     std::uint64_t compactedBelow_ = 0;
     bool goneAsHttp_ = true;
     bool watchesHeld_ = false;
+    bool watchesSilent_ = false;
+    bool answersHeld_ = false;
     std::uint64_t watchGeneration_ = 0;  // bumped by endWatches()
+    std::uint64_t errorGeneration_ = 0;  // bumped by errorWatches()
+    boost::json::object watchError_;     // the Status errorWatches() sends
     std::size_t openWatches_ = 0;
     std::deque<std::pair<int, std::string>> failures_;
+    std::deque<Injected> watchFailures_;
     std::vector<RecordedRequest> requests_;
     std::uint64_t uid_ = 0;
     bool stopping_ = false;
