@@ -56,8 +56,10 @@ std::optional<Lease> parseLease(const json::object& root, std::string& error) {
         error = "a Lease without metadata.name";
         return std::nullopt;
     }
-    if (const json::value* labels = meta.if_contains("labels"); labels && labels->is_object())
+    if (const json::value* labels = meta.if_contains("labels"); labels && labels->is_object()) {
         lease.instance = stringAt(labels->get_object(), kInstanceLabel);
+        lease.node = stringAt(labels->get_object(), kNodeLeaseLabel) == "true";
+    }
     if (const json::value* spec = object->if_contains("spec"); spec && spec->is_object()) {
         const json::object& s = spec->get_object();
         lease.holder = stringAt(s, "holderIdentity");
@@ -77,6 +79,7 @@ json::object leaseObject(const Lease& lease, const std::string& ns) {
     json::object metadata{{"name", lease.name}, {"namespace", ns}};
     json::object labels{{kManagedByLabel, kManagedByValue}};
     if (!lease.instance.empty()) labels[kInstanceLabel] = lease.instance;
+    if (lease.node) labels[kNodeLeaseLabel] = "true";
     metadata["labels"] = std::move(labels);
     if (!lease.resourceVersion.empty()) metadata["resourceVersion"] = lease.resourceVersion;
     json::object spec{{"holderIdentity", lease.holder},
@@ -88,6 +91,10 @@ json::object leaseObject(const Lease& lease, const std::string& ns) {
                         {"kind", "Lease"},
                         {"metadata", std::move(metadata)},
                         {"spec", std::move(spec)}};
+}
+
+std::string nodeLeaseName(const std::string& node) {
+    return "node." + node;
 }
 
 std::string microTime(std::chrono::system_clock::time_point when) {

@@ -226,6 +226,7 @@ void Daemon::shutdown() {
     }
     if (kubeClient_) kubeClient_->stop();
     if (allocateClient_) allocateClient_->stop();
+    if (heartbeatClient_) heartbeatClient_->stop();
     reloadTimer_.cancel();
     storeTimer_.cancel();
     graceTimer_.cancel();
@@ -452,6 +453,8 @@ bool Daemon::startCluster() {
     options.userAgent = std::string("devlet/") + DEVLET_VERSION + " (" + settings_.nodeName + ")";
     // Allocate's Leases go over a connection of their own: never behind renewals.
     allocateClient_ = std::make_unique<kube::ApiClient>(loop_, *load.config, options);
+    // The node Lease's renewals vouch for every shared slot held here: never behind deletes.
+    heartbeatClient_ = std::make_unique<kube::ApiClient>(loop_, *load.config, options);
     kubeClient_ = std::make_unique<kube::ApiClient>(loop_, std::move(*load.config), options);
     if (!kubeClient_->problem().empty()) {
         log.error() << "cluster mode: " << kubeClient_->problem();
@@ -475,8 +478,8 @@ void Daemon::startSlotLeases() {
     options.namespaceName = settings_.cluster.namespaceName;
     options.node = settings_.nodeName;
     options.durationSeconds = static_cast<int>(settings_.cluster.leaseDuration.count());
-    slotLeases_ =
-        std::make_unique<kube::SlotLeases>(loop_, *kubeClient_, *allocateClient_, *inventory_, options);
+    slotLeases_ = std::make_unique<kube::SlotLeases>(loop_, *kubeClient_, *allocateClient_, *heartbeatClient_,
+                                                     *inventory_, options);
     slotLeases_->onStateChanged([this] {
         clusterStateChanged();
         // Who holds which shared slot decides where a shared instance's broker may go.
@@ -498,23 +501,32 @@ void Daemon::startBrokers() {
 }
 
 void Daemon::clusterStateChanged() {
-    const kube::Informer::State& state = *slotLeases_->watch();
-    const bool reachable = state.connected && state.lastError.empty();
+    // Reachable means answered recently: the watch works and the API confirmed this node's
+    // Lease within the trust window, not merely that a connection is open.
+    const std::string problem = clusterProblem();
+    const bool reachable = problem.empty();
     if (reachable != clusterReachable_ && reachable) {
         log.info() << "cluster API reachable; watching Leases in namespace "
                    << settings_.cluster.namespaceName;
         clusterProblem_.clear();
-    } else if (!reachable && !state.lastError.empty()) {
+    } else if (!reachable && ((slotLeases_->state().synced && slotLeases_->state().lastConfirmedMs != 0) ||
+                              !slotLeases_->watch()->lastError.empty())) {
         // Said once per reason: a Role without `list` fails from the start and on every
         // retry, and is the mistake a setup most likely has.
-        if (state.lastError != clusterProblem_)
-            log.warning() << "cluster API unreachable: " << state.lastError;
+        if (problem != clusterProblem_)
+            log.warning() << "cluster API unreachable: " << problem;
         else
-            log.debug() << "cluster API: " << state.lastError;
-        clusterProblem_ = state.lastError;
+            log.debug() << "cluster API: " << problem;
+        clusterProblem_ = problem;
     }
     clusterReachable_ = reachable;
     if (inventory_) updateStatus();
+}
+
+std::string Daemon::clusterProblem() const {
+    const kube::Informer::State& watch = *slotLeases_->watch();
+    if (!watch.lastError.empty()) return watch.lastError;
+    return slotLeases_->problem();
 }
 
 std::string Daemon::brokersSummary() const {
@@ -535,7 +547,9 @@ std::string Daemon::clusterSummary() const {
     return std::to_string(clusterReachable_) + std::to_string(state.watchCurrent) + state.lastError + "/" +
            std::to_string(leases.held) + "/" + std::to_string(leases.seen) + "/" +
            std::to_string(leases.elsewhere) + "/" + std::to_string(leases.taken) + "/" +
-           std::to_string(leases.refused) + leases.lastError + brokersSummary() + secretsSummary();
+           std::to_string(leases.refused) + leases.lastError + "/" + std::to_string(leases.confirmed) + "/" +
+           std::to_string(leases.lastConfirmedMs) + "/" + std::to_string(leases.unconfirmed) + "/" +
+           std::to_string(leases.watchRelists) + brokersSummary() + secretsSummary();
 }
 
 std::string Daemon::secretsSummary() const {
@@ -628,12 +642,16 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
         c.slotsElsewhere = leases.elsewhere;
         c.leasesTaken = leases.taken;
         c.allocationsRefused = leases.refused;
+        c.nodeLeaseConfirmed = leases.confirmed;
+        c.nodeLeaseConfirmedMs = leases.lastConfirmedMs;
+        c.holdsUnconfirmed = leases.unconfirmed;
+        c.watchRelists = leases.watchRelists;
         c.enabled = true;
         c.server = kubeClient_->config().server;
         c.namespaceName = settings_.cluster.namespaceName;
         c.reachable = clusterReachable_;
         c.watchCurrent = watch.watchCurrent;
-        c.lastError = watch.lastError;
+        c.lastError = clusterReachable_ ? std::string() : clusterProblem();
         if (brokers_) {
             for (const kube::Brokers::Broker& b : brokers_->brokers())
                 c.brokers.push_back({b.pod, b.configuration, b.instance, b.phase, b.reason, b.failed,

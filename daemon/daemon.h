@@ -67,6 +67,8 @@ private:
     void clusterStateChanged();
     std::string clusterSummary() const;
     std::string brokersSummary() const;
+    // Why the cluster API counts as unreachable now; empty when it answers.
+    std::string clusterProblem() const;
     std::string secretsSummary() const;
     void reloadConfigurations();
     void scheduleReload();
@@ -106,6 +108,7 @@ private:
     std::unique_ptr<status::StatusServer> statusServer_;  // stopped in shutdown()
     std::unique_ptr<kube::ApiClient> kubeClient_;         // cluster mode only; stopped in shutdown()
     std::unique_ptr<kube::ApiClient> allocateClient_;     // cluster mode: Allocate's own connection
+    std::unique_ptr<kube::ApiClient> heartbeatClient_;    // cluster mode: the node Lease's own connection
     std::unique_ptr<kube::SlotLeases> slotLeases_;        // uses both clients and inventory_
     std::unique_ptr<kube::Brokers> brokers_;              // uses kubeClient_ and inventory_
     std::unique_ptr<kube::Secrets> secrets_;              // cluster mode: valueFrom's Secrets

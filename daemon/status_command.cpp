@@ -110,6 +110,18 @@ void printStatus(const json::object& doc) {
         if (!field(cluster, "lastError").empty())
             std::cout << "; last error: " << field(cluster, "lastError");
         std::cout << "\n";
+        // Containers here hold shared slots the API cannot vouch for: say it per slot.
+        for (const json::value& c : arrayAt(doc, "configurations")) {
+            if (!c.is_object()) continue;
+            for (const json::value& i : arrayAt(c.as_object(), "instances")) {
+                if (!i.is_object()) continue;
+                for (const json::value& s : arrayAt(i.as_object(), "slots")) {
+                    if (!s.is_object() || field(s.as_object(), "unconfirmed").empty()) continue;
+                    std::cout << "cluster: slot " << field(s.as_object(), "id")
+                              << " held here, not confirmed: " << field(s.as_object(), "unconfirmed") << "\n";
+                }
+            }
+        }
         for (const json::value& problem : arrayAt(cluster, "secretProblems"))
             std::cout << "cluster: " << text(&problem) << "\n";
         // One line per broker Pod of this node: what the API says of it.

@@ -60,6 +60,10 @@ struct InstanceView {
     // By slot id: free slots this node may not offer in cluster mode, and why (another
     // node holds them, or the cluster cannot be asked).
     std::map<std::string, std::string> heldElsewhere;
+    // By slot id: held slots of a shared device whose hold the cluster has not confirmed
+    // (this node cut off from the API), and why: their containers run, but another node
+    // may take the slot over.
+    std::map<std::string, std::string> unconfirmed;
 };
 
 }  // namespace devlet

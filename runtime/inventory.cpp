@@ -768,6 +768,28 @@ void Inventory::setHeldElsewhere(std::map<std::string, std::string> slotReasons)
     publish();
 }
 
+void Inventory::setUnconfirmedHolds(std::map<std::string, std::string> slotReasons) {
+    loopThread_.check();
+    if (slotReasons == unconfirmed_) return;
+    Edit edit(*this);
+    std::set<std::string> touched;
+    for (const auto& [id, why] : unconfirmed_) {
+        auto now = slotReasons.find(id);
+        if (now == slotReasons.end() || now->second != why) touched.insert(id);
+    }
+    for (const auto& [id, why] : slotReasons) {
+        if (!unconfirmed_.count(id)) touched.insert(id);
+    }
+    unconfirmed_ = std::move(slotReasons);
+    ++marks_;
+    // The holders' live files say it, so that a consumer can stop using the device.
+    for (const std::string& id : touched) {
+        if (auto it = liveAllocationOf_.find(id); it != liveAllocationOf_.end())
+            liveChanged_.insert(it->second);
+    }
+    publish();
+}
+
 void Inventory::markChanged(const ConfigurationState& c, const InstanceState* instance) {
     ++marks_;
     changed_.insert(c.resource);
@@ -895,8 +917,17 @@ std::vector<ConfigurationView> Inventory::view() const {
     for (const auto& [name, c] : configurations_) {
         ConfigurationView v{c.configuration, c.resource, c.probeError, {}, c.discovery};
         for (const auto& [instanceName, i] : c.instances) {
-            InstanceView iv{i.name,        i.configuration, i.device, i.present, i.offered,
-                            i.firstSeenMs, i.lastSeenMs,    {},       {},        {}};
+            InstanceView iv{i.name,
+                            i.configuration,
+                            i.device,
+                            i.present,
+                            i.offered,
+                            i.firstSeenMs,
+                            i.lastSeenMs,
+                            {},
+                            {},
+                            {},
+                            {}};
             for (int k = 0; k < i.slotCount; ++k) {
                 const Slot* held = ledger_.holder(i.name, k);
                 iv.slots.push_back(held ? *held
@@ -909,6 +940,8 @@ std::vector<ConfigurationView> Inventory::view() const {
                         iv.heldElsewhere.insert(*elsewhere);
                     continue;
                 }
+                if (auto why = unconfirmed_.find(held->deviceId); why != unconfirmed_.end())
+                    iv.unconfirmed.insert(*why);
                 if (auto live = liveFile(held->deviceId))
                     iv.liveFiles.emplace(held->deviceId, std::move(*live));
             }
@@ -972,13 +1005,19 @@ std::map<std::string, std::string> Inventory::deviceEnvironment(const Configurat
 }
 
 LiveDevice Inventory::liveDevice(const Slot& slot) const {
-    LiveDevice device{slot.deviceId, slot.instance, slot.configuration, slot.holderResource, false, {}, {}};
+    LiveDevice device{
+        slot.deviceId, slot.instance, slot.configuration, slot.holderResource, false, {}, {}, {}, true};
     // A slot whose configuration went away is still held: shown gone, without properties.
     auto c = configurations_.find(slot.configuration);
     if (c == configurations_.end()) return device;
     auto i = c->second.instances.find(slot.instance);
     if (i == c->second.instances.end()) return device;
     device.present = i->second.present;
+    if (i->second.device.shared && gate_) {  // cluster mode
+        auto why = unconfirmed_.find(slot.deviceId);
+        device.clusterHold = why == unconfirmed_.end() ? "confirmed" : why->second;
+        device.clusterConfirmed = why == unconfirmed_.end();
+    }
     device.properties = deviceEnvironment(c->second, i->second);
     for (DeviceNode node : i->second.device.nodes) {
         if (node.containerPath.empty()) node.containerPath = node.hostPath;

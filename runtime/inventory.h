@@ -184,6 +184,9 @@ public:
     // Free slots this node may not offer, and why: listed Unhealthy and refused until
     // the next call leaves them out. Slots this node holds are never affected.
     void setHeldElsewhere(std::map<std::string, std::string> slotReasons);
+    // Held slots whose hold cluster mode cannot confirm now, and why: shown on the status
+    // page and in the holders' live files until the next call leaves them out.
+    void setUnconfirmedHolds(std::map<std::string, std::string> slotReasons);
 
     // --- reading ----------------------------------------------------------------
     // Changes whenever anything view() or the events show may have changed: the status
@@ -343,6 +346,7 @@ private:
     const HandlerRegistry* handlers_ = nullptr;
     SharedSlotGate* gate_ = nullptr;                    // null: not in cluster mode
     std::map<std::string, std::string> heldElsewhere_;  // slot id -> why it is not offered
+    std::map<std::string, std::string> unconfirmed_;    // held slot id -> why its hold is not confirmed
     std::string clusterUnavailable_;                    // why no free shared slot is offered; empty: they are
     std::unique_ptr<LiveInfoWriter> liveInfo_;          // null: no live files
     std::map<std::string, std::vector<std::string>> liveSlots_;  // allocation -> its slot ids

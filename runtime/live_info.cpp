@@ -116,6 +116,11 @@ std::string LiveInfoWriter::render(const std::string& allocation, std::uint64_t 
         d["configuration"] = device.configuration;
         d["resource"] = device.resource;
         d["health"] = device.present ? "present" : "gone";
+        if (!device.clusterHold.empty()) {
+            json::object hold{{"confirmed", device.clusterConfirmed}};
+            if (!device.clusterConfirmed) hold["reason"] = device.clusterHold;
+            d["clusterHold"] = std::move(hold);
+        }
         json::object properties;
         for (const auto& [key, value] : device.properties) properties[key] = value;
         d["properties"] = std::move(properties);

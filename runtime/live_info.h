@@ -28,6 +28,10 @@ struct LiveDevice {
     // The same names as the container's environment: KEY and KEY_<HASH>.
     std::map<std::string, std::string> properties;
     std::vector<DeviceNode> nodes;
+    // Shared devices in cluster mode: whether the cluster confirms this node's hold, and
+    // why not. Empty: not a shared device.
+    std::string clusterHold;
+    bool clusterConfirmed = true;
     bool operator==(const LiveDevice&) const = default;
 };
 

@@ -188,6 +188,19 @@ std::string inventoryMetricsText(const StatusSnapshot& s) {
         e.family("devlet_cluster_watch_current", "gauge",
                  "1 while the Lease watch stream is open (cluster mode only).");
         e.sample("devlet_cluster_watch_current", s.cluster.watchCurrent ? 1 : 0);
+        e.family(
+            "devlet_cluster_node_lease_confirmed", "gauge",
+            "1 while the API has confirmed this node's Lease within two thirds of its duration (cluster mode "
+            "only): shared slots are given and offered only then.");
+        e.sample("devlet_cluster_node_lease_confirmed", s.cluster.nodeLeaseConfirmed ? 1 : 0);
+        e.family(
+            "devlet_cluster_holds_unconfirmed", "gauge",
+            "Held slots of shared devices whose hold the API has not confirmed since (cluster mode only): "
+            "another node may take them over once this node's Lease lapses there.");
+        e.sample("devlet_cluster_holds_unconfirmed", static_cast<double>(s.cluster.holdsUnconfirmed));
+        e.family("devlet_cluster_watch_relists_total", "counter",
+                 "Times the Lease watch did not show this node's own renewal in time and was listed again.");
+        e.sample("devlet_cluster_watch_relists_total", static_cast<double>(s.cluster.watchRelists));
         e.family("devlet_cluster_leases_held", "gauge", "Leases of shared slots this node holds.");
         e.sample("devlet_cluster_leases_held", static_cast<double>(s.cluster.leasesHeld));
         e.family("devlet_cluster_slots_held_elsewhere", "gauge",

@@ -70,7 +70,8 @@ function slotText(slot) {
       ? "; live file " + h.liveFile.path + " (generation " + h.liveFile.generation + ")"
         + (h.liveFile.stale ? ", stale: " + h.liveFile.stale : "")
       : "";
-    return slot.id + ": held by " + pod + " via " + h.resource + (h.since ? " since " + when(h.since) : "") + live;
+    return slot.id + ": held by " + pod + " via " + h.resource + (h.since ? " since " + when(h.since) : "") + live
+      + (slot.unconfirmed ? "; hold not confirmed by the cluster: " + slot.unconfirmed : "");
   }
   if (slot.state === "elsewhere") return slot.id + ": not offered here: " + slot.elsewhere;
   return slot.id + ": " + slot.state;
@@ -125,6 +126,7 @@ function render(s) {
       + (!s.cluster || !s.cluster.enabled ? ""
          : (s.cluster.reachable ? "; cluster API reachable" : "; cluster API unreachable" + (s.cluster.lastError ? ": " + s.cluster.lastError : ""))
            + "; " + s.cluster.leasesHeld + " Leases held here, " + s.cluster.slotsHeldElsewhere + " shared slots held on other nodes"
+           + (s.cluster.holdsUnconfirmed ? "; " + s.cluster.holdsUnconfirmed + " held shared slot(s) not confirmed by the API" : "")
            + (s.cluster.brokers && s.cluster.brokers.length ? "; " + s.cluster.brokers.length + " broker pod(s)" : "")
            + (s.cluster.brokers || []).filter(b => b.failed).map(b => "; broker " + b.pod + " failed" + (b.reason ? ": " + b.reason : "")).join("")
            + (s.cluster.brokers || []).filter(b => b.recreations).map(b => "; broker " + b.pod + " made again " + b.recreations + " time(s), last: " + b.recreatedBecause).join("")

@@ -59,6 +59,8 @@ json::object slotJson(const InstanceStatus& instance, const Slot& slot, const js
     if (auto elsewhere = instance.heldElsewhere.find(slot.deviceId);
         elsewhere != instance.heldElsewhere.end())
         o["elsewhere"] = json::value(elsewhere->second, sp);
+    if (auto why = instance.unconfirmed.find(slot.deviceId); why != instance.unconfirmed.end())
+        o["unconfirmed"] = json::value(why->second, sp);
     if (slot.holderResource.empty()) {
         o["holder"] = nullptr;
     } else {
@@ -268,6 +270,10 @@ json::object clusterJson(const StatusSnapshot& s, const json::storage_ptr& sp) {
         o["slotsHeldElsewhere"] = c.slotsElsewhere;
         o["leasesTaken"] = c.leasesTaken;
         o["allocationsRefused"] = c.allocationsRefused;
+        o["nodeLeaseConfirmed"] = c.nodeLeaseConfirmed;
+        o["nodeLeaseConfirmedAt"] = timeOrNull(c.nodeLeaseConfirmedMs, sp);
+        o["holdsUnconfirmed"] = c.holdsUnconfirmed;
+        o["watchRelists"] = c.watchRelists;
         json::array brokers(sp);
         for (const BrokerStatus& b : c.brokers) {
             json::object broker(sp);

@@ -104,16 +104,20 @@ struct ClusterStatus {
     bool enabled = false;  // a kubeconfig is set
     std::string server;
     std::string namespaceName;
-    bool reachable = false;                     // the Lease watch listed and nothing failed since
-    bool watchCurrent = false;                  // its watch stream is open now
-    std::string lastError;                      // empty = none since the last success
-    std::size_t leasesHeld = 0;                 // Leases of shared slots this node holds
-    std::size_t leasesSeen = 0;                 // devlet's Leases in the namespace
-    std::size_t slotsElsewhere = 0;             // shared slots other nodes hold now
-    std::uint64_t leasesTaken = 0;              // Leases taken by Allocate since start
-    std::uint64_t allocationsRefused = 0;       // Allocate calls refused for a slot held elsewhere or the API
-    std::vector<BrokerStatus> brokers;          // by Pod name
-    std::string brokersError;                   // the last failed apply or delete, or why Pods have no owner
+    bool reachable = false;                 // the Lease watch listed and nothing failed since
+    bool watchCurrent = false;              // its watch stream is open now
+    std::string lastError;                  // empty = none since the last success
+    std::size_t leasesHeld = 0;             // Leases of shared slots this node holds
+    std::size_t leasesSeen = 0;             // devlet's Leases in the namespace
+    std::size_t slotsElsewhere = 0;         // shared slots other nodes hold now
+    std::uint64_t leasesTaken = 0;          // Leases taken by Allocate since start
+    std::uint64_t allocationsRefused = 0;   // Allocate calls refused for a slot held elsewhere or the API
+    bool nodeLeaseConfirmed = false;        // the API confirmed this node's Lease within the trust window
+    std::int64_t nodeLeaseConfirmedMs = 0;  // wall clock of the last confirmation; 0: never
+    std::size_t holdsUnconfirmed = 0;       // held shared slots whose hold the API has not confirmed
+    std::uint64_t watchRelists = 0;         // the watch missed this node's own renewal and was listed again
+    std::vector<BrokerStatus> brokers;      // by Pod name
+    std::string brokersError;               // the last failed apply or delete, or why Pods have no owner
     std::uint64_t brokersRecreatedPending = 0;  // broker Pods made again after the pending grace, since start
     std::uint64_t brokersRecreatedEnded = 0;    // and after they ended (Failed or Succeeded)
     std::vector<SecretStatus> secrets;          // by namespace and name

@@ -43,7 +43,12 @@ class ClusterSlotsTest : public ::testing::Test {
 protected:
     void SetUp() override {
         try {
-            api_ = std::make_unique<KubeApiDouble>(dir_.dir("api"));
+            // Each node its own token and user, so that one node alone can be cut off; the
+            // tests read as the administrator (the first token).
+            KubeApiDouble::Options options;
+            options.tokens = {"admin-token admin"};
+            for (const std::string& name : kNodes) options.tokens.push_back(name + "-token " + name);
+            api_ = std::make_unique<KubeApiDouble>(dir_.dir("api"), options);
         } catch (const std::exception& e) {
             GTEST_SKIP() << "the Kubernetes API double cannot start: " << e.what();
         }
@@ -55,7 +60,7 @@ protected:
             node.kubelet = std::make_unique<KubeletSimulator>(node.daemon->devicePluginDir(),
                                                               node.daemon->podResourcesSocket());
             const auto kubeconfig =
-                api_->writeKubeconfig(dir_.path() / (name + ".kubeconfig"), api_->token());
+                api_->writeKubeconfig(dir_.path() / (name + ".kubeconfig"), name + "-token");
             writeFile(node.daemon->settingsFile(),
                       "kubelet:\n  podResourcesIntervalSeconds: 0.2\n  slotReleaseGraceSeconds: 0.5\n"
                       "cluster:\n  kubeconfig: " +
@@ -291,7 +296,8 @@ TEST_F(ClusterSlotsTest, KubeletRestartKeepsHoldsAndLeases) {
     const auto before = leases();
     ASSERT_TRUE(a.kubelet->restart());
     ASSERT_TRUE(waitForSlots(a, 2)) << a.daemon->log();  // the holder's own slot is Healthy to it
-    ASSERT_TRUE(waitForRenewal(ids[0], renewTimeOf(lease(ids[0]))));
+    // Its node Lease is renewed on: the slot stays node-a's.
+    ASSERT_TRUE(waitForRenewal("node.node-a", renewTimeOf(lease("node.node-a"))));
     EXPECT_EQ(leases(), before);
     EXPECT_TRUE(waitForSlots(nodes_[1], 1)) << nodes_[1].daemon->log();
 }
@@ -304,36 +310,42 @@ TEST_F(ClusterSlotsTest, WipedApiGetsTheHeldSlotsLeasesBack) {
     ASSERT_TRUE(nodes_[2].kubelet->allocateIds("default", "pod-c", "main", kCl, {ids[1]}).ok);
     const auto before = leases();
     api_->restart();
-    ASSERT_TRUE(eventually([&] { return leases() == before; }, 30s)) << nodes_[0].daemon->log();
+    ASSERT_TRUE(eventually([&] { return leases() == before; }, 30s))
+        << nodes_[0].daemon->log();
     EXPECT_TRUE(waitForSlots(nodes_[1], 0)) << nodes_[1].daemon->log();
     expectNoSlotTwice(clusterHolds());
 }
 
 // What made Akri's agents loop on 409 (a write at a stale resourceVersion after someone
-// else changed the object): the Lease changed or deleted behind devlet's back.
+// else changed the object): the Leases changed or deleted behind devlet's back.
 TEST_F(ClusterSlotsTest, LeaseChangedOrDeletedBehindItsBackDoesNotStallRenewal) {
     Node& a = nodes_[0];
     const std::vector<std::string> ids = slotIds(a);
     ASSERT_TRUE(a.kubelet->allocateIds("default", "pod-a", "main", kCl, {ids[0]}).ok);
-    // Another writer labels it: devlet's next renewal at its old resourceVersion would
-    // conflict; it renews from what its watch saw.
-    json::object changed = lease(ids[0]);
+    // Another writer labels node-a's own Lease: its next renewal at its old resourceVersion
+    // conflicts; it reads the Lease and renews from what it is.
+    const std::string own = "node.node-a";
+    json::object changed = lease(own);
     ASSERT_FALSE(changed.empty());
     changed["metadata"].as_object()["labels"].as_object()["example.com/touched"] = "yes";
-    ASSERT_EQ(api_->request("PUT", "/apis/coordination.k8s.io/v1/namespaces/devlet/leases/" + ids[0],
+    ASSERT_EQ(api_->request("PUT", "/apis/coordination.k8s.io/v1/namespaces/devlet/leases/" + own,
                             json::serialize(changed))
                   .status,
               200);
-    std::string renewed = renewTimeOf(lease(ids[0]));
-    ASSERT_TRUE(waitForRenewal(ids[0], renewed)) << a.daemon->log();
-    renewed = renewTimeOf(lease(ids[0]));
-    ASSERT_TRUE(waitForRenewal(ids[0], renewed)) << a.daemon->log();
+    std::string renewed = renewTimeOf(lease(own));
+    ASSERT_TRUE(waitForRenewal(own, renewed)) << a.daemon->log();
+    renewed = renewTimeOf(lease(own));
+    ASSERT_TRUE(waitForRenewal(own, renewed)) << a.daemon->log();
 
-    // Deleted under it: taken again, by the node whose container holds the slot.
+    // The slot's Lease deleted under it: taken again, by the node whose container holds the
+    // slot; so is the node's own Lease.
     ASSERT_EQ(
         api_->request("DELETE", "/apis/coordination.k8s.io/v1/namespaces/devlet/leases/" + ids[0]).status,
         200);
     ASSERT_TRUE(eventually([&] { return leases()[ids[0]] == "node-a"; }, 20s)) << a.daemon->log();
+    ASSERT_EQ(api_->request("DELETE", "/apis/coordination.k8s.io/v1/namespaces/devlet/leases/" + own).status,
+              200);
+    ASSERT_TRUE(eventually([&] { return nodeLeaseHolders(*api_)[own] == "node-a"; }, 20s)) << a.daemon->log();
     EXPECT_TRUE(waitForSlots(nodes_[1], 1));
     expectNoSlotTwice(clusterHolds());
 }
@@ -390,6 +402,177 @@ TEST_F(ClusterSlotsTest, HolderWithASkewedClockKeepsItsSlotWhileItRenews) {
     for (Node& node : nodes_) EXPECT_TRUE(waitForSlots(node, 2)) << node.daemon->log();
     EXPECT_TRUE(nodes_[2].kubelet->allocateIds("default", "pod-c", "main", kCl, {ids[0]}).ok);
     EXPECT_EQ(leases()[ids[0]], "node-c");
+}
+
+std::string statusText(const Node& node) {
+    return runDevlet({"status", "--listen", "127.0.0.1:" + std::to_string(node.port)}).output;
+}
+
+// One number from a node's /metrics ("devlet_cluster_holds_unconfirmed"); -1 if absent.
+double metric(const Node& node, const std::string& name) {
+    const std::string body = httpGet(node.port, "/metrics").body;
+    std::size_t at = 0;
+    while ((at = body.find(name + " ", at)) != std::string::npos) {
+        if (at == 0 || body[at - 1] == '\n') return std::stod(body.substr(at + name.size() + 1));
+        at += name.size();
+    }
+    return -1;
+}
+
+// The live file of the container holding `slot` on the node, as the status API names it.
+json::object liveFileOf(const Node& node, const std::string& slot) {
+    const json::value doc = json::parse(httpGet(node.port, "/api/v1/instances").body);
+    for (const json::value& instance : doc.at("instances").as_array()) {
+        for (const json::value& s : instance.at("slots").as_array()) {
+            if (s.at("id").as_string() != slot || !s.at("holder").is_object()) continue;
+            const json::value* file = s.at("holder").as_object().if_contains("liveFile");
+            if (!file || !file->is_object()) return {};
+            return json::parse(readFile(std::string(file->at("path").as_string()))).as_object();
+        }
+    }
+    return {};
+}
+
+// What a partition makes (docs/cluster.md, "A partitioned node"): node-a holds a slot for
+// a1 and is cut off from the API alone (its requests hang, its watch goes silent without
+// closing). It says its hold is unconfirmed; node-b sees node-a's Lease lapse and takes the
+// slot over for b1; a1 ends on node-a and a2 asks for the slot there at once (within the
+// release grace), later, and after the partition heals. The slot is never given twice.
+TEST_F(ClusterSlotsTest, PartitionedNodeNeverGivesASlotAnotherNodeTookOver) {
+    Node& a = nodes_[0];
+    Node& b = nodes_[1];
+    const std::vector<std::string> ids = slotIds(a);
+    ASSERT_TRUE(a.kubelet->allocateIds("default", "a1", "main", kCl, {ids[0]}).ok);
+    ASSERT_TRUE(waitForSlots(b, 1)) << b.daemon->log();
+    api_->partition("node-a");
+
+    // node-a says so: per held slot, on the status API and page, in metrics, in the live file.
+    ASSERT_TRUE(eventually([&] { return statusText(a).find("not confirmed") != std::string::npos; }))
+        << statusText(a) << a.daemon->log();
+    EXPECT_NE(statusText(a).find("cluster: API server " + api_->url() + " unreachable"), std::string::npos)
+        << statusText(a);
+    EXPECT_EQ(metric(a, "devlet_cluster_holds_unconfirmed"), 1);
+    EXPECT_EQ(metric(a, "devlet_cluster_node_lease_confirmed"), 0);
+    ASSERT_TRUE(eventually([&] {
+        const json::object live = liveFileOf(a, ids[0]);
+        return !live.empty() && live.at("devices").at(0).at("clusterHold").at("confirmed") == false;
+    })) << json::serialize(liveFileOf(a, ids[0]));
+
+    // node-b takes the slot over once node-a's Lease has lapsed as node-b sees it.
+    ASSERT_TRUE(waitForSlots(b, 2, 30s)) << b.daemon->log();
+    auto b1 = b.kubelet->allocateIds("default", "b1", "main", kCl, {ids[0]});
+    ASSERT_TRUE(b1.ok) << b1.error << "\n" << b.daemon->log();
+
+    // a1 ends; a2 asks at once, while node-a still counts the slot as a1's.
+    a.kubelet->removePod("default", "a1");
+    const auto asked = std::chrono::steady_clock::now();
+    auto early = a.kubelet->allocateIds("default", "a2", "main", kCl, {ids[0]});
+    std::printf("Allocate during the partition answered in %lld ms\n",
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - asked)
+                                           .count()));
+    EXPECT_FALSE(early.ok) << "node-a gave " << ids[0] << " while node-b holds it";
+    EXPECT_NE(early.error.find("Kubernetes API"), std::string::npos) << early.error;
+    // And after the release grace, still cut off.
+    std::this_thread::sleep_for(1500ms);
+    auto later = a.kubelet->allocateIds("default", "a3", "main", kCl, {ids[0]});
+    EXPECT_FALSE(later.ok) << "node-a gave " << ids[0] << " while node-b holds it";
+    expectNoSlotTwice(clusterHolds());
+
+    // Healed: node-a's old Lease is node-b's now; node-a learns it and refuses, naming it.
+    api_->heal("node-a");
+    ASSERT_TRUE(eventually([&] { return statusText(a).find(" reachable,") != std::string::npos; }, 30s))
+        << statusText(a) << a.daemon->log();
+    ASSERT_TRUE(waitForSlots(a, 1, 30s)) << a.daemon->log();
+    auto healed = a.kubelet->allocateIds("default", "a4", "main", kCl, {ids[0]});
+    EXPECT_FALSE(healed.ok) << "node-a gave " << ids[0] << " while node-b holds it";
+    EXPECT_NE(healed.error.find("node-b"), std::string::npos) << healed.error;
+    expectNoSlotTwice(clusterHolds());
+    EXPECT_EQ(leases()[ids[0]], "node-b");
+    EXPECT_EQ(metric(a, "devlet_cluster_holds_unconfirmed"), 0);
+}
+
+// An API server that accepts connections and never answers: free shared slots become
+// Unhealthy on every node (within two thirds of the Lease duration of the last answer),
+// and `devlet status` says why; when it answers again they come back.
+TEST_F(ClusterSlotsTest, HangingApiServerMakesFreeSharedSlotsUnhealthy) {
+    ASSERT_EQ(api_->control("POST", "pause").status, 200);
+    for (Node& node : nodes_)
+        ASSERT_TRUE(waitForSlots(node, 0, 30s)) << node.name << "\n" << node.daemon->log();
+    const std::string status = statusText(nodes_[1]);
+    EXPECT_NE(status.find("unreachable"), std::string::npos) << status;
+    EXPECT_NE(status.find("has not confirmed this node's Lease"), std::string::npos) << status;
+    auto refused = nodes_[1].kubelet->allocateIds("default", "pod-b", "main", kCl, {slotIds(nodes_[1])[0]});
+    EXPECT_FALSE(refused.ok);
+    ASSERT_EQ(api_->control("POST", "resume").status, 200);
+    for (Node& node : nodes_)
+        ASSERT_TRUE(waitForSlots(node, 2, 30s)) << node.name << "\n" << node.daemon->log();
+    EXPECT_TRUE(nodes_[1].kubelet->allocateIds("default", "pod-b2", "main", kCl, {slotIds(nodes_[1])[0]}).ok);
+}
+
+// A watch that stays open and delivers nothing (a half-open connection): the node notices
+// that its own renewal does not show up on it, lists again, and sees the slot held.
+TEST_F(ClusterSlotsTest, HalfOpenWatchIsNoticedAndRelisted) {
+    Node& a = nodes_[0];
+    Node& b = nodes_[1];
+    api_->silenceWatches("node-b");
+    const std::vector<std::string> ids = slotIds(a);
+    ASSERT_TRUE(a.kubelet->allocateIds("default", "pod-a", "main", kCl, {ids[0]}).ok);
+    ASSERT_TRUE(waitForSlots(b, 1, 30s)) << b.daemon->log();
+    EXPECT_GE(metric(b, "devlet_cluster_watch_relists_total"), 1);
+    EXPECT_FALSE(b.kubelet->allocateIds("default", "pod-b", "main", kCl, {ids[0]}).ok);
+}
+
+// The API comes back without its state (an etcd restore: objects and resourceVersions
+// gone): the other nodes relist instead of watching blind from their old version, so they
+// keep seeing the slots held for Lease durations on end, and never list them Healthy.
+TEST_F(ClusterSlotsTest, ApiRestartedWithoutItsStateIsRelistedNotWatchedBlind) {
+    const std::vector<std::string> ids = slotIds(nodes_[0]);
+    ASSERT_TRUE(nodes_[0].kubelet->allocateIds("default", "pod-a", "main", kCl, {ids[0]}).ok);
+    ASSERT_TRUE(nodes_[2].kubelet->allocateIds("default", "pod-c", "main", kCl, {ids[1]}).ok);
+    ASSERT_TRUE(waitForSlots(nodes_[1], 0)) << nodes_[1].daemon->log();
+    api_->restart();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(4 * kLeaseSeconds);
+    while (std::chrono::steady_clock::now() < until) {
+        for (const auto& [id, state] : nodes_[1].kubelet->devices(kCl))
+            EXPECT_NE(state.health, "Healthy") << id << " listed free on node-b while held";
+        std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_EQ(leases(), (std::map<std::string, std::string>{{ids[0], "node-a"}, {ids[1], "node-c"}}));
+    // And it sees what changes after: node-a's pod ends, the slot is free on node-b.
+    nodes_[0].kubelet->removePod("default", "pod-a");
+    ASSERT_TRUE(waitForSlots(nodes_[1], 1, 30s)) << nodes_[1].daemon->log();
+    EXPECT_TRUE(nodes_[1].kubelet->allocateIds("default", "pod-b", "main", kCl, {ids[0]}).ok);
+    expectNoSlotTwice(clusterHolds());
+}
+
+// A silent outage of many renewal periods (30 of them; 10 minutes at the default 15 s
+// duration is 120): at most one renewal is on its way at a time, so the requests waiting
+// for the API stay few, and nothing stale is sent after it.
+TEST_F(ClusterSlotsTest, RenewalsStayBoundedThroughASilentOutage) {
+    Node& a = nodes_[0];
+    const std::vector<std::string> ids = slotIds(a);
+    ASSERT_TRUE(a.kubelet->allocateIds("default", "pod-a", "main", kCl, {ids[0]}).ok);
+    api_->partition("node-a");
+    std::int64_t mostHeld = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10 * kLeaseSeconds);
+    while (std::chrono::steady_clock::now() < until) {
+        const auto answer = api_->control("GET", "requests");
+        const json::value doc = json::parse(answer.body);
+        mostHeld = std::max<std::int64_t>(mostHeld, doc.at("heldRequests").to_number<std::int64_t>());
+        std::this_thread::sleep_for(250ms);
+    }
+    std::printf("requests of node-a waiting at the API at most: %lld\n", static_cast<long long>(mostHeld));
+    EXPECT_LE(mostHeld, 4);
+    ASSERT_EQ(api_->control("DELETE", "requests").status, 200);
+    api_->heal("node-a");
+    ASSERT_TRUE(eventually([&] { return metric(a, "devlet_cluster_holds_unconfirmed") == 0; }, 30s))
+        << a.daemon->log();
+    const std::int64_t updates = api_->requestCount("update leases", "node-a");
+    std::printf("Lease updates of node-a once healed and confirmed: %lld\n", static_cast<long long>(updates));
+    EXPECT_LE(updates, 4);
+    EXPECT_EQ(leases()[ids[0]], "node-a");
+    expectNoSlotTwice(clusterHolds());
 }
 
 // The README's multi-node example (examples/deployments/cluster-cameras): a camera of
