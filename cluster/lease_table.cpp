@@ -170,6 +170,11 @@ std::optional<LeaseTable::Clock::time_point> LeaseTable::nextLapse(Clock::time_p
     return next;
 }
 
+bool LeaseTable::nodeLeaseLapsed(const std::string& name, Clock::time_point now) const {
+    auto it = nodes_.find(name);
+    return it == nodes_.end() || now >= lapsesAt(it->second);
+}
+
 const Lease* LeaseTable::find(const std::string& name) const {
     if (auto it = slots_.find(name); it != slots_.end()) return &it->second.lease;
     if (auto it = nodes_.find(name); it != nodes_.end()) return &it->second.lease;

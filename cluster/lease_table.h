@@ -102,6 +102,9 @@ public:
     bool trusted(const std::string& name, Clock::time_point now) const;
     // When the next slot held elsewhere lapses, if one is held elsewhere.
     std::optional<Clock::time_point> nextLapse(Clock::time_point now) const;
+    // Whether the node Lease `name` is unknown here or has not been seen renewed for its
+    // duration.
+    bool nodeLeaseLapsed(const std::string& name, Clock::time_point now) const;
     // A slot Lease, or this node's or another node's node Lease.
     const Lease* find(const std::string& name) const;
     std::size_t size() const { return slots_.size(); }   // slot Leases

@@ -427,6 +427,17 @@ void SlotLeases::leaseSeen(const json::object& object) {
         log.warning() << "a Lease in namespace " << options_.namespaceName << " is ignored: " << error;
         return;
     }
+    if (lease->node && lease->name != nodeLease_) {
+        // Another node's heartbeat. Renewed in time it changes nothing that is listed (the
+        // lapse timer looks again when it is due, and finds it extended): every node sees
+        // every node's renewals, so this is the common event at rest.
+        const bool wasLapsed = table_.nodeLeaseLapsed(lease->name, Steady::now());
+        table_.seen(*lease, Steady::now());
+        if (!wasLapsed) return;
+        refresh();
+        changed();
+        return;
+    }
     table_.seen(*lease, Steady::now());
     if (lease->node) {
         if (lease->name == nodeLease_) {
@@ -437,8 +448,6 @@ void SlotLeases::leaseSeen(const json::object& object) {
                 std::erase_if(echoes_, [when](const auto& e) { return e.second <= when; });
             }
         }
-        refresh();
-        changed();
         return;
     }
     if (lease->holder != options_.node && !lease->holder.empty() && inventory_.slotHeld(lease->name) &&
