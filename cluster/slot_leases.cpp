@@ -48,6 +48,7 @@ struct SlotLeases::Take {
     std::vector<std::string> newlyHeld;  // Leases this call created or took over
     std::function<void(Outcome)> done;
     Steady::time_point deadline;
+    bool background = false;  // this node confirming its own holds, not an Allocate
 };
 
 std::chrono::milliseconds SlotLeases::trustFor(int durationSeconds) {
@@ -189,7 +190,7 @@ void SlotLeases::finishTake(const std::shared_ptr<Take>& take, const std::string
     if (!refusal.empty() && take->refusal.empty()) take->refusal = refusal;
     if (--take->pending > 0) return;
     if (!take->refusal.empty()) {
-        ++state_.refused;
+        if (!take->background) ++state_.refused;
         // None of this call's Leases outlives its refusal.
         for (const std::string& id : take->newlyHeld) {
             if (!inventory_.slotHeld(id)) release(id);
@@ -300,7 +301,7 @@ void SlotLeases::write(const std::string& slotId, const std::optional<Lease>& pr
             if (auto lease = parseLease(result.body.get_object(), error))
                 table_.slotConfirmed(*lease, run, now);
             take->newlyHeld.push_back(slotId);
-            ++state_.taken;
+            if (!take->background) ++state_.taken;
             // The write vouches for the hold only if it was answered while the node's
             // Lease still vouched for this node.
             if (!table_.trusted(slotId, now)) {
@@ -659,6 +660,7 @@ void SlotLeases::confirmHolds() {
         confirming_.insert(lease.name);
         auto take = std::make_shared<Take>();
         take->pending = 1;
+        take->background = true;
         take->deadline = now + trustFor(options_.durationSeconds);
         take->done = [this, id = lease.name](Outcome outcome) {
             confirming_.erase(id);
@@ -679,6 +681,7 @@ void SlotLeases::confirmHolds() {
         confirming_.insert(id);
         auto take = std::make_shared<Take>();
         take->pending = 1;
+        take->background = true;
         take->deadline = now + trustFor(options_.durationSeconds);
         take->done = [this, id](Outcome outcome) {
             confirming_.erase(id);
