@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,42 @@ void raiseOpenFileLimit() {
     limit.rlim_cur = limit.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &limit) != 0)
         devlet::Log{"daemon"}.warning() << "cannot raise the open-file limit: " << std::strerror(errno);
+}
+
+// The usage lines of one command ("probe usb", "config", "status"): each entry of kUsage
+// whose words after "devlet" start with `words`, with its continuation lines; all of it when
+// none does.
+std::string usageOf(const std::vector<std::string>& words) {
+    std::string prefix = "  devlet";
+    for (const std::string& word : words) prefix += " " + word;
+    std::istringstream lines(kUsage);
+    std::string line, out;
+    bool keep = false;
+    while (std::getline(lines, line)) {
+        if (line.rfind("  devlet ", 0) == 0)
+            keep = line.rfind(prefix + " ", 0) == 0 || line == prefix;
+        else if (line.rfind("   ", 0) != 0)
+            keep = false;
+        if (keep) out += line + "\n";
+    }
+    return out.empty() ? kUsage : "usage:\n" + out;
+}
+
+// `--help` or `-h` anywhere after a command asks for that command's usage, not its work.
+bool asksForHelp(const std::vector<std::string>& args) {
+    for (const std::string& arg : args)
+        if (arg == "--help" || arg == "-h") return true;
+    return false;
+}
+
+// The command words before the first option: {"probe", "usb"} of "probe usb --json -h".
+std::vector<std::string> commandWords(const std::string& command, const std::vector<std::string>& args) {
+    std::vector<std::string> words{command};
+    for (const std::string& arg : args) {
+        if (arg.empty() || arg[0] == '-' || words.size() == 2) break;
+        words.push_back(arg);
+    }
+    return words;
 }
 
 int usageError(const std::string& message) {
@@ -207,12 +244,21 @@ int configRbac(const std::vector<std::string>& files) {
 
 int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
-    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || (args[0] == "help" && args.size() == 1)) {
         std::cout << kUsage;
         return args.empty() ? 2 : 0;
     }
+    // "devlet help probe usb" is "devlet probe usb --help".
+    if (args[0] == "help") {
+        args.erase(args.begin());
+        args.push_back("--help");
+    }
     const std::string command = args[0];
     args.erase(args.begin());
+    if (asksForHelp(args)) {
+        std::cout << usageOf(commandWords(command, args));
+        return 0;
+    }
     try {
         if (command == "run") return runCommand(args);
         if (command == "version" || command == "--version") {

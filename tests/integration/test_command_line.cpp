@@ -14,6 +14,42 @@ TEST(CommandLineTest, VersionPrintsNameAndVersion) {
     EXPECT_EQ(result.output.rfind("devlet ", 0), 0u) << result.output;
 }
 
+// Every command and subcommand answers --help and -h with its own usage and status 0, even
+// after other options, and does nothing else (no probe runs, no daemon starts).
+TEST(CommandLineTest, EveryCommandPrintsItsUsageForHelp) {
+    const std::vector<std::vector<std::string>> commands = {
+        {"run"},          {"config", "check"}, {"config", "rbac"}, {"probe", "usb"}, {"probe", "udev"},
+        {"probe", "gpu"}, {"probe", "onvif"},  {"status"},         {"instances"},    {"version"}};
+    for (const auto& command : commands) {
+        for (const std::string flag : {"--help", "-h"}) {
+            std::vector<std::string> args = command;
+            args.push_back(flag);
+            auto result = runDevlet(args);
+            const std::string shown =
+                "devlet " + command[0] +
+                (command.size() > 1 && command[1] != "udev" ? " " + command[1] : std::string());
+            EXPECT_EQ(result.exitCode, 0) << shown << " " << flag << ": " << result.output;
+            EXPECT_NE(result.output.find("usage:"), std::string::npos) << shown << " " << flag;
+            EXPECT_NE(result.output.find(shown), std::string::npos)
+                << shown << " " << flag << ": " << result.output;
+        }
+    }
+    auto afterOptions = runDevlet({"probe", "usb", "--json", "--help"});
+    EXPECT_EQ(afterOptions.exitCode, 0) << afterOptions.output;
+    EXPECT_NE(afterOptions.output.find("devlet probe usb"), std::string::npos);
+    EXPECT_EQ(afterOptions.output.find("devlet probe gpu"), std::string::npos) << afterOptions.output;
+    auto help = runDevlet({"help", "probe", "gpu"});
+    EXPECT_EQ(help.exitCode, 0);
+    EXPECT_NE(help.output.find("devlet probe gpu"), std::string::npos) << help.output;
+    auto whole = runDevlet({"help"});
+    EXPECT_EQ(whole.exitCode, 0);
+    EXPECT_NE(whole.output.find("devlet run"), std::string::npos);
+    EXPECT_NE(whole.output.find("devlet probe onvif"), std::string::npos);
+    auto version = runDevlet({"--version"});
+    EXPECT_EQ(version.exitCode, 0);
+    EXPECT_EQ(version.output.rfind("devlet ", 0), 0u) << version.output;
+}
+
 TEST(CommandLineTest, ConfigCheckAcceptsValidFiles) {
     TempDir dir;
     writeFile(dir.path() / "a.yaml", echoConfiguration("cams", 2));
