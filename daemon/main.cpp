@@ -36,11 +36,12 @@ constexpr const char* kUsage = R"(usage:
              [--listen ADDR:PORT] [--log-level LEVEL]
   devlet config check FILE...
   devlet config rbac FILE...
-  devlet probe usb [--rule RULE]... [--conf-dir DIR | --config FILE] [--all] [--json]
+  devlet probe usb [--rule RULE]... [--configuration FILE]... [--conf-dir DIR | --config FILE]
+                   [--all] [--json]
   devlet probe gpu [--details FILE] [--any-vendor]
   devlet probe onvif [--user USER --password-file FILE|-] [--target ADDRESS|CIDR]...
                      [--interface NAME]... [--ipv6] [--timeout SECONDS]
-                     [--conf-dir DIR | --config FILE] [--json]
+                     [--configuration FILE]... [--conf-dir DIR | --config FILE] [--json]
   devlet status [--json] [--listen ADDR:PORT] [--config FILE] [--token-file FILE]
   devlet instances [--json] [--listen ADDR:PORT] [--config FILE] [--token-file FILE]
   devlet version

@@ -43,7 +43,8 @@ struct OnvifOptions {
     std::vector<std::string> interfaces;
     std::optional<std::chrono::milliseconds> timeout;
     SettingsOverrides overrides;
-    bool configured = false;  // --conf-dir or --config: the configurations' filters apply
+    std::vector<std::string> configurations;  // --configuration FILE...: instead of the conf dir
+    bool configured = false;  // --conf-dir, --config or --configuration: the configurations' filters apply
     bool json = false;
     bool ipv6 = false;  // also WS-Discovery on [FF02::C]
 };
@@ -82,8 +83,9 @@ std::string parseOptions(const std::vector<std::string>& args, OnvifOptions& opt
         if (arg == "--password" || arg == "-p")
             return "passwords are not taken on the command line (other users can read it): "
                    "use --password-file FILE, or - for standard input";
-        static const std::vector<std::string> valued = {
-            "--user", "--password-file", "--target", "--interface", "--timeout", "--conf-dir", "--config"};
+        static const std::vector<std::string> valued = {"--user",      "--password-file", "--target",
+                                                        "--interface", "--timeout",       "--conf-dir",
+                                                        "--config",    "--configuration"};
         if (std::find(valued.begin(), valued.end(), arg) == valued.end())
             return "unknown option for probe onvif: " + args[i];
         if (!value) {
@@ -103,6 +105,9 @@ std::string parseOptions(const std::vector<std::string>& args, OnvifOptions& opt
             options.targets.push_back(*range);
         } else if (arg == "--interface") {
             options.interfaces.push_back(*value);
+        } else if (arg == "--configuration") {
+            options.configurations.push_back(std::filesystem::absolute(*value).lexically_normal().string());
+            options.configured = true;
         } else if (arg == "--timeout") {
             char* end = nullptr;
             const double seconds = std::strtod(value->c_str(), &end);
@@ -157,7 +162,7 @@ std::string readPassword(const std::string& path, std::string& password) {
 bool configuredRequests(const OnvifOptions& options, const HandlerRegistry& handlers,
                         std::vector<PassEntry>& entries) {
     std::vector<Configuration> configurations;
-    if (!configurationsOf("onvif", options.overrides, handlers, configurations,
+    if (!configurationsOf("onvif", options.overrides, options.configurations, handlers, configurations,
                           "leave out --conf-dir and --config to list every camera"))
         return false;
     bool valid = true;

@@ -34,6 +34,7 @@ using usb::UdevRule;
 struct ProbeOptions {
     std::vector<std::string> rules;
     SettingsOverrides overrides;
+    std::vector<std::string> configurations;  // --configuration FILE...: instead of the conf dir
     bool json = false;
     bool all = false;  // list every device a rule does not match, not only those close to it
 };
@@ -93,7 +94,7 @@ std::string parseOptions(const std::vector<std::string>& args, ProbeOptions& opt
             value = arg.substr(eq + 1);
             arg = arg.substr(0, eq);
         }
-        if (arg != "--rule" && arg != "--conf-dir" && arg != "--config")
+        if (arg != "--rule" && arg != "--conf-dir" && arg != "--config" && arg != "--configuration")
             return "unknown option for probe: " + args[i];
         if (!value) {
             if (i + 1 >= args.size()) return arg + " needs a value";
@@ -101,6 +102,8 @@ std::string parseOptions(const std::vector<std::string>& args, ProbeOptions& opt
         }
         if (arg == "--rule") {
             options.rules.push_back(*value);
+        } else if (arg == "--configuration") {
+            options.configurations.push_back(std::filesystem::absolute(*value).lexically_normal().string());
         } else {
             // Paths on the command line are relative to where devlet was started.
             std::string path = std::filesystem::absolute(*value).lexically_normal().string();
@@ -135,7 +138,7 @@ std::string sourceOf(const Configuration& configuration) {
 bool configuredRules(const ProbeOptions& options, const HandlerRegistry& handlers,
                      std::vector<RuleSet>& sets) {
     std::vector<Configuration> configurations;
-    if (!configurationsOf("udev", options.overrides, handlers, configurations,
+    if (!configurationsOf("udev", options.overrides, options.configurations, handlers, configurations,
                           "give rules with --rule or a directory with --conf-dir"))
         return false;
     for (const Configuration& configuration : configurations) {
@@ -345,8 +348,8 @@ StringReads readMissingStrings(const std::vector<RuleSet>& sets, std::vector<Ude
 }  // namespace
 
 bool configurationsOf(const std::string& handler, const SettingsOverrides& overrides,
-                      const HandlerRegistry& handlers, std::vector<Configuration>& found,
-                      const std::string& hint) {
+                      const std::vector<std::string>& files, const HandlerRegistry& handlers,
+                      std::vector<Configuration>& found, const std::string& hint) {
     LoadedSettings loaded = loadSettings(overrides);
     if (!loaded.problems.empty()) {
         for (const auto& problem : loaded.problems) std::cerr << "devlet: " << problem.str() << "\n";
@@ -354,7 +357,7 @@ bool configurationsOf(const std::string& handler, const SettingsOverrides& overr
     }
     const Settings& settings = loaded.settings;
     bool valid = true;
-    for (const std::string& file : configurationFiles(settings.confDir)) {
+    for (const std::string& file : files.empty() ? configurationFiles(settings.confDir) : files) {
         ParsedConfigurations parsed = loadConfigurationFile(file, handlers, settings.resourceDomain);
         for (const auto& warning : parsed.warnings) std::cerr << warning.str() << " (warning)\n";
         for (const auto& problem : parsed.problems) std::cerr << problem.str() << "\n";
@@ -368,8 +371,12 @@ bool configurationsOf(const std::string& handler, const SettingsOverrides& overr
     }
     if (!valid) return false;
     if (found.empty()) {
-        std::cerr << "devlet: no " << handler << " configuration in " << settings.confDir << "; " << hint
-                  << "\n";
+        std::string where = settings.confDir;
+        if (!files.empty()) {
+            where.clear();
+            for (const std::string& file : files) where += (where.empty() ? "" : ", ") + file;
+        }
+        std::cerr << "devlet: no " << handler << " configuration in " << where << "; " << hint << "\n";
         return false;
     }
     return true;

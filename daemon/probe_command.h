@@ -14,11 +14,12 @@ class HandlerRegistry;
 struct Configuration;
 struct SettingsOverrides;
 
-// Every configuration of `handler` in the conf dir of the settings. Returns false after
-// printing why it cannot (a broken file, or none for that handler; `hint` says what to do).
+// Every configuration of `handler` in `files` (--configuration FILE...) or, without any, in
+// the conf dir of the settings. Returns false after printing why it cannot (a broken file,
+// or none for that handler; `hint` says what to do).
 bool configurationsOf(const std::string& handler, const SettingsOverrides& overrides,
-                      const HandlerRegistry& handlers, std::vector<Configuration>& found,
-                      const std::string& hint);
+                      const std::vector<std::string>& files, const HandlerRegistry& handlers,
+                      std::vector<Configuration>& found, const std::string& hint);
 
 // `devlet probe usb` (alias `devlet probe udev`): one udev enumeration matched against the
 // rules given on the command line or the udev configurations of the conf dir. `args` follow

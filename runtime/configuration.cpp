@@ -16,6 +16,7 @@
 
 #include "runtime/discovery.h"
 #include "runtime/naming.h"
+#include "runtime/settings.h"
 #include "runtime/strict_yaml.h"
 
 namespace devlet {
@@ -755,7 +756,14 @@ ParsedConfigurations loadConfigurationFile(const std::string& path, const Handle
         out.problems.push_back({path, 0, std::string("cannot read: ") + std::strerror(error)});
         return out;
     }
-    return parseConfigurations(*text, path, handlers, resourceDomain);
+    ParsedConfigurations parsed = parseConfigurations(*text, path, handlers, resourceDomain);
+    if (!parsed.problems.empty() && looksLikeSettings(*text))
+        parsed.problems = {
+            {path, 0,
+             "this looks like devlet's settings (devlet.yaml), not an Akri Configuration: give it "
+             "with --config " +
+                 path}};
+    return parsed;
 }
 
 std::vector<std::string> configurationFiles(const std::string& dir) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <sstream>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -279,12 +280,42 @@ LoadedSettings parseSettings(const std::string& text, const std::string& fileNam
     return out;
 }
 
+bool looksLikeConfiguration(const std::string& text) {
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+        if (line.rfind("kind:", 0) == 0 && line.find("Configuration") != std::string::npos) return true;
+        if (line.rfind("apiVersion:", 0) == 0 && line.find("akri.sh/") != std::string::npos) return true;
+    }
+    return false;
+}
+
+bool looksLikeSettings(const std::string& text) {
+    static const char* kKeys[] = {"nodeName:", "stateDir:",       "confDir:",  "kubelet:", "cluster:",
+                                  "listen:",   "resourceDomain:", "logLevel:", "status:"};
+    std::istringstream lines(text);
+    std::string line;
+    bool settingsKey = false;
+    while (std::getline(lines, line)) {
+        if (line.rfind("kind:", 0) == 0 || line.rfind("apiVersion:", 0) == 0) return false;
+        for (const char* key : kKeys) settingsKey = settingsKey || line.rfind(key, 0) == 0;
+    }
+    return settingsKey;
+}
+
 LoadedSettings loadSettings(const SettingsOverrides& overrides) {
     LoadedSettings out;
     const std::string file = overrides.configFile.value_or(kDefaultSettingsFile);
     int readError = 0;
     if (auto text = yaml::readText(file, readError)) {
         out = parseSettings(*text, file);
+        // The natural first mistake: a configuration file where the settings go.
+        if (!out.problems.empty() && looksLikeConfiguration(*text))
+            out.problems = {
+                {file, 0,
+                 "this is an Akri Configuration (kind: Configuration), not devlet's settings: put it "
+                 "in the configuration directory, or give it to a probe with --configuration " +
+                     file}};
     } else if (!(readError == ENOENT && !overrides.configFile)) {
         out.problems.push_back({file, 0, std::string("cannot read: ") + std::strerror(readError)});
     }

@@ -53,6 +53,12 @@ struct SettingsOverrides {
     std::optional<std::string> logLevel;
 };
 
+// Whether a YAML text is an Akri Configuration (kind or apiVersion says so), or looks like
+// devlet's settings (their top-level keys, no kind): for a message that names the right option
+// when one is given where the other is expected.
+bool looksLikeConfiguration(const std::string& text);
+bool looksLikeSettings(const std::string& text);
+
 struct LoadedSettings {
     Settings settings;
     std::vector<ConfigProblem> problems;  // non-empty = refuse to start

@@ -148,5 +148,40 @@ TEST(CommandLineTest, ProbeWithoutUdevConfigurationSaysSo) {
     EXPECT_NE(result.output.find("no udev configuration"), std::string::npos) << result.output;
 }
 
+// The probes read Configuration files given on the command line, instead of the conf dir.
+TEST(CommandLineTest, ProbeReadsTheConfigurationFilesItIsGiven) {
+    TempDir dir;
+    writeFile(dir.path() / "bad.yaml", echoConfiguration("cams", 2) + "  capasity: 3\n");
+    writeFile(dir.path() / "echo.yaml", echoConfiguration("cams", 2));
+    auto broken = runDevlet({"probe", "usb", "--configuration", (dir.path() / "bad.yaml").string()});
+    EXPECT_EQ(broken.exitCode, 2) << broken.output;
+    EXPECT_NE(broken.output.find("bad.yaml:12:"), std::string::npos) << broken.output;
+    auto other = runDevlet({"probe", "usb", "--configuration", (dir.path() / "echo.yaml").string()});
+    EXPECT_EQ(other.exitCode, 2) << other.output;
+    EXPECT_NE(other.output.find("no udev configuration in " + (dir.path() / "echo.yaml").string()),
+              std::string::npos)
+        << other.output;
+}
+
+// A Configuration where the settings go, or the settings where a Configuration goes: said,
+// with the option that takes it.
+TEST(CommandLineTest, AConfigurationGivenAsSettingsNamesTheRightOption) {
+    TempDir dir;
+    writeFile(dir.path() / "cams.yaml", echoConfiguration("cams", 2));
+    writeFile(dir.path() / "devlet.yaml", "nodeName: node-a\ncluster:\n  namespace: devlet\n");
+    auto probe = runDevlet({"probe", "usb", "--config", (dir.path() / "cams.yaml").string()});
+    EXPECT_EQ(probe.exitCode, 2) << probe.output;
+    EXPECT_NE(probe.output.find("is an Akri Configuration"), std::string::npos) << probe.output;
+    EXPECT_NE(probe.output.find("--configuration"), std::string::npos) << probe.output;
+    EXPECT_EQ(probe.output.find("unknown key"), std::string::npos) << probe.output;
+    auto run = runDevlet({"run", "--config", (dir.path() / "cams.yaml").string()});
+    EXPECT_NE(run.exitCode, 0);
+    EXPECT_NE(run.output.find("is an Akri Configuration"), std::string::npos) << run.output;
+    auto check = runDevlet({"config", "check", (dir.path() / "devlet.yaml").string()});
+    EXPECT_EQ(check.exitCode, 2) << check.output;
+    EXPECT_NE(check.output.find("devlet's settings"), std::string::npos) << check.output;
+    EXPECT_NE(check.output.find("--config"), std::string::npos) << check.output;
+}
+
 }  // namespace
 }  // namespace devlet::test
