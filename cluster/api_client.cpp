@@ -744,12 +744,15 @@ namespace {
 
 // How a watch ended, as far as what comes next depends on it.
 struct WatchEnd {
-    bool answered = false;    // the watch request got an HTTP answer (its headers)
-    int code = 0;             // that answer's status, or an ERROR event's code
-    bool errorEvent = false;  // a 200 stream carried an ERROR event
-    bool broken = false;      // a 200 stream that cannot be trusted: malformed, oversized, silent
-    bool cut = false;         // a 200 stream the connection ended (reset, EOF) before its last chunk
-    bool tooLarge = false;    // 504 "Too large resource version"
+    enum class How {
+        NotAnswered,  // refused, connect or TLS failed: no headers came
+        Answered,     // the answer ended: `code` is its status (200: the server ended the stream)
+        ErrorEvent,   // a 200 stream carried an ERROR event with `code`
+        Broken,       // a 200 stream that cannot be trusted: malformed, oversized, silent
+        Cut,          // a 200 stream the connection ended (reset, EOF) before its last chunk
+    } how = How::NotAnswered;
+    int code = 0;
+    bool tooLarge = false;  // 504 "Too large resource version"
 };
 
 enum class AfterWatch {
@@ -765,11 +768,11 @@ enum class AfterWatch {
 // (an ERROR, a stream malformed or silent past idleTimeout: a half-open connection) or that
 // the server cannot serve lists again.
 AfterWatch afterWatch(const WatchEnd& end) {
-    if (!end.answered || end.cut)
-        return AfterWatch::WatchAgainLater;             // refused, connect or TLS failed, reset
+    using How = WatchEnd::How;
+    if (end.how == How::NotAnswered || end.how == How::Cut) return AfterWatch::WatchAgainLater;
     if (end.code == 410) return AfterWatch::ListAgain;  // the version is gone
     // A watch from a version the server has not reached gets this answer forever.
-    if (end.tooLarge || end.errorEvent || end.broken) return AfterWatch::ListAgainLater;
+    if (end.tooLarge || end.how != How::Answered) return AfterWatch::ListAgainLater;
     if (end.code == 200) return AfterWatch::WatchAgain;  // the server ended it (timeoutSeconds)
     if (end.code == 429) return AfterWatch::WatchAgainLater;
     return AfterWatch::ListAgainLater;
@@ -1000,12 +1003,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
             status.code = code && code->is_int64() ? static_cast<int>(code->get_int64()) : 500;
             readStatus(status, json::serialize(object));
             dropConnection();
-            watchEnded({.answered = true,
-                        .code = status.code,
-                        .errorEvent = true,
-                        .broken = false,
-                        .cut = false,
-                        .tooLarge = resourceVersionTooLarge(status)},
+            watchEnded({WatchEnd::How::ErrorEvent, status.code, resourceVersionTooLarge(status)},
                        "watch of " + collection + ": " + status.describe());
             return false;
         }
@@ -1032,13 +1030,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
     // A 200 stream that cannot go on: what it missed is unknown.
     void streamBroke(const std::string& why) {
         dropConnection();
-        watchEnded({.answered = true,
-                    .code = 200,
-                    .errorEvent = false,
-                    .broken = true,
-                    .cut = false,
-                    .tooLarge = false},
-                   "watch of " + collection + ": " + why);
+        watchEnded({WatchEnd::How::Broken, 200, false}, "watch of " + collection + ": " + why);
     }
 
     void streamEnded(beast::error_code ec) {
@@ -1052,36 +1044,19 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
             if (watchCode == 200) {
                 if (ec == beast::error::timeout)
                     return streamBroke("nothing received for " + describeDuration(options.idleTimeout));
-                return watchEnded({.answered = true,
-                                   .code = 200,
-                                   .errorEvent = false,
-                                   .broken = false,
-                                   .cut = true,
-                                   .tooLarge = false},
+                return watchEnded({WatchEnd::How::Cut, 200, false},
                                   "watch of " + collection + ": " + transportMessage("stream", ec));
             }
             // An error answer cut short: its status decides.
         } else if (!connection->keepAlive()) {
             dropConnection();
         }
-        if (watchCode == 200)
-            return watchEnded({.answered = true,
-                               .code = 200,
-                               .errorEvent = false,
-                               .broken = false,
-                               .cut = false,
-                               .tooLarge = false},
-                              "");
+        if (watchCode == 200) return watchEnded({WatchEnd::How::Answered, 200, false}, "");
         ApiResult status;
         status.code = watchCode;
         readStatus(status, watchBody);
         if (watchCode == 401) client->token.invalidate();
-        watchEnded({.answered = true,
-                    .code = watchCode,
-                    .errorEvent = false,
-                    .broken = false,
-                    .cut = false,
-                    .tooLarge = resourceVersionTooLarge(status)},
+        watchEnded({WatchEnd::How::Answered, watchCode, resourceVersionTooLarge(status)},
                    "watch of " + collection + ": " + status.describe());
     }
 

@@ -1,6 +1,7 @@
 #include "cluster/lease_table.h"
 
 #include <algorithm>
+#include <set>
 
 namespace devlet::kube {
 
@@ -50,24 +51,14 @@ void LeaseTable::vanished(const std::string& name, Clock::time_point now) {
 }
 
 void LeaseTable::replaceAll(const std::vector<Lease>& leases, Clock::time_point now) {
-    std::map<std::string, Seen> slots, nodes;
-    for (const Lease& lease : leases) {
-        auto& before = mapFor(lease);
-        auto it = before.find(lease.name);
-        const bool unchanged = it != before.end() && !renewal(it->second.lease, lease);
-        const bool keep = unchanged && !it->second.vanished;
-        (lease.node ? nodes : slots).emplace(lease.name, Seen{lease, keep ? it->second.changed : now});
-        if (!lease.node && lease.holder != node_) slotRun_.erase(lease.name);
-    }
-    for (const auto& [name, seen] : slots_) {
-        if (slots.contains(name) || seen.lease.holder.empty() || seen.lease.holder == node_) continue;
-        Seen kept{seen.lease, seen.vanished ? seen.changed : now, true};
-        kept.lease.resourceVersion.clear();
-        slots.emplace(name, std::move(kept));
-    }
-    std::erase_if(slotRun_, [&](const auto& entry) { return !slots.contains(entry.first); });
-    slots_ = std::move(slots);
-    nodes_ = std::move(nodes);
+    std::set<std::string> listed;
+    for (const Lease& lease : leases) listed.insert(lease.name);
+    std::vector<std::string> missing;
+    for (const auto* known : {&slots_, &nodes_})
+        for (const auto& [name, seen] : *known)
+            if (!listed.contains(name)) missing.push_back(name);
+    for (const std::string& name : missing) vanished(name, now);
+    for (const Lease& lease : leases) seen(lease, now);
 }
 
 std::uint64_t LeaseTable::run(Clock::time_point now) const {
@@ -81,7 +72,6 @@ void LeaseTable::nodeLeaseConfirmed(const Lease& written, Clock::time_point sent
     // this node's Lease lapse in between, so what was held before is not vouched for.
     if (run(now) == 0 || anew) ++run_;
     trustedUntil_ = std::max(trustedUntil_.value_or(sent), sent + trust_);
-    lastConfirmation_ = now;
 }
 
 void LeaseTable::slotConfirmed(const Lease& written, std::uint64_t runAtSend, Clock::time_point now) {

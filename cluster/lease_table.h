@@ -70,8 +70,6 @@ public:
     // Whether this node's Lease is confirmed now, and until when it will be.
     bool confirmed(Clock::time_point now) const { return run(now) != 0; }
     std::optional<Clock::time_point> confirmedUntil() const { return trustedUntil_; }
-    // When a confirmation last arrived (nullopt: never).
-    std::optional<Clock::time_point> lastConfirmation() const { return lastConfirmation_; }
 
     // What taking the slot's Lease means now.
     struct Decision {
@@ -131,7 +129,6 @@ private:
     std::map<std::string, Seen> nodes_;  // node Leases, by Lease name
     std::uint64_t run_ = 0;              // the last run of confirmations; see run()
     std::optional<Clock::time_point> trustedUntil_;
-    std::optional<Clock::time_point> lastConfirmation_;
     std::map<std::string, std::uint64_t> slotRun_;  // this node's slot Leases: the run they were written in
 };
 

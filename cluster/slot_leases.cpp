@@ -184,9 +184,7 @@ void SlotLeases::take(const std::vector<std::string>& slotIds, std::function<voi
     for (const std::string& id : slotIds) takeOne(id, take);
 }
 
-void SlotLeases::finishTake(const std::shared_ptr<Take>& take, const std::string& slotId,
-                            const std::string& refusal) {
-    (void)slotId;
+void SlotLeases::finishTake(const std::shared_ptr<Take>& take, const std::string& refusal) {
     if (!refusal.empty() && take->refusal.empty()) take->refusal = refusal;
     if (--take->pending > 0) return;
     if (!take->refusal.empty()) {
@@ -204,11 +202,11 @@ void SlotLeases::finishTake(const std::shared_ptr<Take>& take, const std::string
 }
 
 void SlotLeases::takeOne(const std::string& slotId, const std::shared_ptr<Take>& take) {
-    auto later = [this, take, slotId](std::string refusal) {
-        boost::asio::post(
-            loop_, [this, take, slotId, refusal = std::move(refusal), alive = std::weak_ptr<bool>(alive_)] {
-                if (auto a = alive.lock(); a && *a) finishTake(take, slotId, refusal);
-            });
+    auto later = [this, take](std::string refusal) {
+        boost::asio::post(loop_,
+                          [this, take, refusal = std::move(refusal), alive = std::weak_ptr<bool>(alive_)] {
+                              if (auto a = alive.lock(); a && *a) finishTake(take, refusal);
+                          });
     };
     if (!validLeaseName(slotId)) {
         later("slot " + slotId + " cannot name a Lease (lower-case letters, digits, '-' and '.')");
@@ -229,9 +227,9 @@ void SlotLeases::takeOne(const std::string& slotId, const std::shared_ptr<Take>&
                            alive = std::weak_ptr<bool>(alive_)](boost::system::error_code ec) {
             if (auto a = alive.lock(); ec || !a || !*a || *settled) return;
             *settled = true;
-            finishTake(take, slotId,
-                       "slot " + slotId + " is being released and the Kubernetes API has not answered: " +
-                           unavailableReason());
+            finishTake(take, "slot " + slotId +
+                                 " is being released and the Kubernetes API has not answered: " +
+                                 unavailableReason());
         });
         return;
     }
@@ -266,9 +264,8 @@ void SlotLeases::takeOne(const std::string& slotId, const std::shared_ptr<Take>&
         [this, slotId, take, decision, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
             if (auto a = alive.lock(); !a || !*a) return;
             if (!result.ok() && !result.notFound()) {
-                finishTake(
-                    take, slotId,
-                    "cannot read the Lease of node " + decision.lease.holder + ": " + result.describe());
+                finishTake(take, "cannot read the Lease of node " + decision.lease.holder + ": " +
+                                     result.describe());
                 return;
             }
             if (result.ok() && result.body.is_object()) {
@@ -277,10 +274,9 @@ void SlotLeases::takeOne(const std::string& slotId, const std::shared_ptr<Take>&
                     fresh && fresh->holder == decision.lease.holder) {
                     if (table_.renewedSince(decision.holderLease, *fresh)) {
                         table_.seen(*fresh, Steady::now());
-                        finishTake(take, slotId,
-                                   "slot " + slotId + " is held on node " + decision.lease.holder +
-                                       ", which renews its Lease (Lease " + options_.namespaceName + "/" +
-                                       slotId + ")");
+                        finishTake(take, "slot " + slotId + " is held on node " + decision.lease.holder +
+                                             ", which renews its Lease (Lease " + options_.namespaceName +
+                                             "/" + slotId + ")");
                         return;
                     }
                 }
@@ -305,19 +301,18 @@ void SlotLeases::write(const std::string& slotId, const std::optional<Lease>& pr
             // The write vouches for the hold only if it was answered while the node's
             // Lease still vouched for this node.
             if (!table_.trusted(slotId, now)) {
-                finishTake(take, slotId,
-                           "the Lease of slot " + slotId +
-                               " was written, but this node's own Lease was not "
-                               "confirmed in time: " +
-                               unavailableReason());
+                finishTake(take, "the Lease of slot " + slotId +
+                                     " was written, but this node's own Lease was not "
+                                     "confirmed in time: " +
+                                     unavailableReason());
                 return;
             }
-            finishTake(take, slotId, "");
+            finishTake(take, "");
             return;
         }
         if (!result.alreadyExists() && !result.conflict()) {
             state_.lastError = result.describe();
-            finishTake(take, slotId, "cannot take the Lease of slot " + slotId + ": " + result.describe());
+            finishTake(take, "cannot take the Lease of slot " + slotId + ": " + result.describe());
             return;
         }
         // Another node wrote first, or holds it now: read who.
@@ -330,17 +325,15 @@ void SlotLeases::write(const std::string& slotId, const std::optional<Lease>& pr
                 if (current.ok() && current.body.is_object())
                     lease = parseLease(current.body.get_object(), error);
                 if (!lease) {
-                    finishTake(take, slotId,
-                               "slot " + slotId + " was taken on another node at the same moment");
+                    finishTake(take, "slot " + slotId + " was taken on another node at the same moment");
                     return;
                 }
                 table_.seen(*lease, Steady::now());
                 // This node's own Lease, changed by someone else (a label): written once more.
                 if (lease->holder == options_.node && !again) return write(slotId, lease, take, true);
-                finishTake(take, slotId,
-                           "slot " + slotId + " is held on node " +
-                               (lease->holder.empty() ? "(none)" : lease->holder) + " (Lease " +
-                               options_.namespaceName + "/" + slotId + ", written at the same moment)");
+                finishTake(take, "slot " + slotId + " is held on node " +
+                                     (lease->holder.empty() ? "(none)" : lease->holder) + " (Lease " +
+                                     options_.namespaceName + "/" + slotId + ", written at the same moment)");
             },
             callFor(take));
     };

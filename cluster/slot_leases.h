@@ -94,7 +94,7 @@ private:
     // finishes the take with the outcome; `again`: a 409 showed this node's own Lease.
     void write(const std::string& slotId, const std::optional<Lease>& previous,
                const std::shared_ptr<Take>& take, bool again);
-    void finishTake(const std::shared_ptr<Take>& take, const std::string& slotId, const std::string& refusal);
+    void finishTake(const std::shared_ptr<Take>& take, const std::string& refusal);
     void leaseSeen(const boost::json::object& object);
     // `vanished`: missing from a fresh list rather than seen deleted.
     void leaseGone(const boost::json::object& object, bool vanished);

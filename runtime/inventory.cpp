@@ -1006,7 +1006,7 @@ std::map<std::string, std::string> Inventory::deviceEnvironment(const Configurat
 
 LiveDevice Inventory::liveDevice(const Slot& slot) const {
     LiveDevice device{
-        slot.deviceId, slot.instance, slot.configuration, slot.holderResource, false, {}, {}, {}, true};
+        slot.deviceId, slot.instance, slot.configuration, slot.holderResource, false, {}, {}, false, {}};
     // A slot whose configuration went away is still held: shown gone, without properties.
     auto c = configurations_.find(slot.configuration);
     if (c == configurations_.end()) return device;
@@ -1015,8 +1015,8 @@ LiveDevice Inventory::liveDevice(const Slot& slot) const {
     device.present = i->second.present;
     if (i->second.device.shared && gate_) {  // cluster mode
         auto why = unconfirmed_.find(slot.deviceId);
-        device.clusterHold = why == unconfirmed_.end() ? "confirmed" : why->second;
-        device.clusterConfirmed = why == unconfirmed_.end();
+        device.clusterHeld = true;
+        if (why != unconfirmed_.end()) device.clusterUnconfirmed = why->second;
     }
     device.properties = deviceEnvironment(c->second, i->second);
     for (DeviceNode node : i->second.device.nodes) {

@@ -116,9 +116,9 @@ std::string LiveInfoWriter::render(const std::string& allocation, std::uint64_t 
         d["configuration"] = device.configuration;
         d["resource"] = device.resource;
         d["health"] = device.present ? "present" : "gone";
-        if (!device.clusterHold.empty()) {
-            json::object hold{{"confirmed", device.clusterConfirmed}};
-            if (!device.clusterConfirmed) hold["reason"] = device.clusterHold;
+        if (device.clusterHeld) {
+            json::object hold{{"confirmed", device.clusterUnconfirmed.empty()}};
+            if (!device.clusterUnconfirmed.empty()) hold["reason"] = device.clusterUnconfirmed;
             d["clusterHold"] = std::move(hold);
         }
         json::object properties;

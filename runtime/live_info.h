@@ -28,10 +28,10 @@ struct LiveDevice {
     // The same names as the container's environment: KEY and KEY_<HASH>.
     std::map<std::string, std::string> properties;
     std::vector<DeviceNode> nodes;
-    // Shared devices in cluster mode: whether the cluster confirms this node's hold, and
-    // why not. Empty: not a shared device.
-    std::string clusterHold;
-    bool clusterConfirmed = true;
+    // Shared devices in cluster mode: the hold is the cluster's to confirm, and why it does
+    // not now (empty: confirmed).
+    bool clusterHeld = false;
+    std::string clusterUnconfirmed;
     bool operator==(const LiveDevice&) const = default;
 };
 
