@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -25,6 +26,9 @@ struct Member {
     std::string devnode;  // empty: none on it or any ancestor
     std::optional<UsbDevice> usb;
     std::string iommuGroup;  // of the device at devpath; empty: none
+    // The number of the USB interface the device at devpath sits on (bInterfaceNumber);
+    // nullopt: none (the USB device itself, or not USB).
+    std::optional<unsigned> usbInterface;
 };
 
 std::string trimmed(std::string_view value) {
@@ -62,15 +66,52 @@ std::optional<UsbDevice> usbDeviceFrom(const UdevObservation& observation, std::
     return std::nullopt;
 }
 
+// The interface of the nearest USB device at or above `level`: the kernel names USB
+// interfaces <port path>:<configuration>.<interface> (1-1.2:1.0), in decimal, and USB
+// devices without a colon. nullopt where the nearest is a USB device, or there is none.
+std::optional<unsigned> usbInterfaceAt(const UdevObservation& observation, std::size_t level) {
+    for (; level <= observation.parents.size(); ++level) {
+        const UdevDevice& device = deviceAt(observation, level);
+        if (device.subsystem != "usb") continue;
+        const std::size_t colon = device.kernel.find(':');
+        if (colon == std::string::npos) return std::nullopt;
+        const std::size_t dot = device.kernel.find('.', colon);
+        if (dot == std::string::npos) return std::nullopt;
+        const std::string_view digits = std::string_view(device.kernel).substr(dot + 1);
+        if (digits.empty() || digits.size() > 3 ||
+            !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            return std::nullopt;
+        return static_cast<unsigned>(std::stoul(std::string(digits)));
+    }
+    return std::nullopt;
+}
+
 // Akri (#788): a device without a node is offered through its nearest ancestor that has one.
 Member memberOf(const UdevObservation& observation) {
     for (std::size_t level = 0; level <= observation.parents.size(); ++level) {
         if (std::string devnode = devnodeAt(observation, level); !devnode.empty()) {
             const UdevDevice& device = deviceAt(observation, level);
-            return {device.devpath, std::move(devnode), usbDeviceFrom(observation, level), device.iommuGroup};
+            return {device.devpath, std::move(devnode), usbDeviceFrom(observation, level), device.iommuGroup,
+                    usbInterfaceAt(observation, level)};
         }
     }
-    return {observation.device.devpath, {}, usbDeviceFrom(observation, 0), observation.device.iommuGroup};
+    return {observation.device.devpath,
+            {},
+            usbDeviceFrom(observation, 0),
+            observation.device.iommuGroup,
+            usbInterfaceAt(observation, 0)};
+}
+
+// Under stableIdentity: usb, which of its USB device's instances a member joins: "" for
+// the device itself and its interface 0, "if<NN>" (bInterfaceNumber in hex, as udev's
+// by-id links write it) for any other interface. The key depends on the device alone,
+// never on which other nodes are matched or seen yet, so names cannot change as nodes
+// come and go.
+std::string usbFunctionKey(const Member& member) {
+    if (!member.usbInterface || *member.usbInterface == 0) return {};
+    char key[16];
+    std::snprintf(key, sizeof key, "if%02x", *member.usbInterface);
+    return key;
 }
 
 // The nearest devpath among `tops` that is `devpath` or one of its ancestors, by whole
@@ -246,10 +287,13 @@ std::vector<Instance> classifyUdev(const std::vector<UdevObservation>& seen, con
 
     // Devpath order is also ancestor-first order, which grouping relies on.
     std::map<std::string, std::vector<Member>> byDevpath;
-    std::map<std::string, std::vector<Member>> byUsbDevice;  // key: the USB device's devpath
+    // Under stableIdentity: usb: the USB device's devpath, then its function (see
+    // usbFunctionKey; one group for the whole device with groupRecursive).
+    std::map<std::string, std::map<std::string, std::vector<Member>>> byUsbDevice;
     for (auto& [devpath, member] : members) {
         if (details.stableIdentity == StableIdentity::Usb && member.usb) {
-            byUsbDevice[member.usb->devpath].push_back(std::move(member));
+            const std::string function = details.groupRecursive ? std::string() : usbFunctionKey(member);
+            byUsbDevice[member.usb->devpath][function].push_back(std::move(member));
         } else if (const std::string* top =
                        details.groupRecursive ? enclosingTop(devpath, byDevpath) : nullptr) {
             byDevpath[*top].push_back(std::move(member));
@@ -266,17 +310,21 @@ std::vector<Instance> classifyUdev(const std::vector<UdevObservation>& seen, con
     // Two different devices claiming one serial (cheap devices ship a constant one) would
     // share a name: both fall back to their port paths.
     std::map<std::string, int> serialUses;
-    for (const auto& [usbDevpath, group] : byUsbDevice) {
-        if (std::string key = serialKey(*group.front().usb); !key.empty()) ++serialUses[key];
+    for (const auto& [usbDevpath, functions] : byUsbDevice) {
+        const UsbDevice& usb = *functions.begin()->second.front().usb;
+        if (std::string key = serialKey(usb); !key.empty()) ++serialUses[key];
     }
-    for (const auto& [usbDevpath, group] : byUsbDevice) {
-        const UsbDevice& usb = *group.front().usb;
-        std::string id = serialKey(usb);
-        if (id.empty() || serialUses[id] > 1) id = portKey(usb);
-        const auto devnodes =
-            std::count_if(group.begin(), group.end(), [](const Member& m) { return !m.devnode.empty(); });
-        const bool indexed = details.groupRecursive || devnodes > 1;
-        instances.push_back(instanceOf(std::move(id), group, indexed, details));
+    for (const auto& [usbDevpath, functions] : byUsbDevice) {
+        const UsbDevice& usb = *functions.begin()->second.front().usb;
+        std::string device = serialKey(usb);
+        if (device.empty() || serialUses[device] > 1) device = portKey(usb);
+        for (const auto& [function, group] : functions) {
+            const auto devnodes =
+                std::count_if(group.begin(), group.end(), [](const Member& m) { return !m.devnode.empty(); });
+            const bool indexed = details.groupRecursive || devnodes > 1;
+            instances.push_back(
+                instanceOf(function.empty() ? device : device + ":" + function, group, indexed, details));
+        }
     }
 
     std::sort(instances.begin(), instances.end(),

@@ -21,6 +21,7 @@
 #include <umockdev.h>
 
 #include "tests/probes/usb/canon_camera_testbed.h"
+#include "tests/probes/usb/dual_camera_testbed.h"
 #include "tests/probes/usb/keyboard_testbed.h"
 #include "tests/probes/usb/serial_adapter_testbed.h"
 #include "tests/probes/usb/webcam_testbed.h"
@@ -297,6 +298,33 @@ TEST_F(ProbeCommandKeyboardTest, ConfigurationWithStableIdentityAndGroupingShows
     const auto& properties = instances[0].at("properties");
     EXPECT_EQ(properties.at("UDEV_DEVNODE_0").as_string(), "/dev/bus/usb/001/009");
     EXPECT_EQ(properties.at("UDEV_DEVNODE_1").as_string(), "/dev/input/event5");
+}
+
+// The shipped webcam configuration on a laptop whose camera is two cameras on one USB
+// device (colour on interface 0, infrared on interface 2): one instance per capture node,
+// each with UDEV_DEVNODE, as a broker written for Akri expects.
+class ProbeCommandDualCameraTest : public ProbeCommandRecordingTest {
+protected:
+    void SetUp() override { load(kDualCameraTestbed); }
+};
+
+TEST_F(ProbeCommandDualCameraTest, ShippedCameraExampleOffersEachCaptureNodeWithItsOwnDevnode) {
+    const char* examples = std::getenv("DEVLET_EXAMPLES_DIR");
+    ASSERT_NE(examples, nullptr) << "meson sets DEVLET_EXAMPLES_DIR";
+    const std::string file = std::string(examples) + "/conf.d/usb-cameras.yaml";
+    auto result = runDevlet({"probe", "usb", "--json", "--configuration", file});
+    ASSERT_EQ(result.exitCode, 0) << result.output;
+    const boost::json::value document = boost::json::parse(result.output);
+    const auto& instances = document.at("ruleSets").at(0).at("instances").as_array();
+    ASSERT_EQ(instances.size(), 2u) << result.output;
+    const std::string serial = std::string("usb:0bda:58e6:") + kDualCameraSerial;
+    EXPECT_EQ(instances[0].at("id").as_string(), serial);
+    EXPECT_EQ(instances[0].at("properties").at("UDEV_DEVNODE").as_string(), "/dev/video0");
+    EXPECT_EQ(instances[1].at("id").as_string(), serial + ":if02");
+    EXPECT_EQ(instances[1].at("properties").at("UDEV_DEVNODE").as_string(), "/dev/video2");
+    for (const auto& instance : instances) {
+        EXPECT_FALSE(instance.at("properties").as_object().contains("UDEV_DEVNODE_0")) << result.output;
+    }
 }
 
 }  // namespace

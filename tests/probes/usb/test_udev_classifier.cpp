@@ -249,6 +249,22 @@ TEST(UdevClassifier, UsbIdentityNamesTheCameraByVendorProductAndSerial) {
     EXPECT_EQ(property(instances[0], "UDEV_DEVPATH"), videoPath());
 }
 
+TEST(UdevClassifier, UsbIdentityNamesNodesOnOtherInterfacesByTheirInterface) {
+    // The webcam's sound card is on interface 2: a function of its own, as an infrared
+    // camera on a second interface is.
+    auto instances = classifyUdev(webcam().observeAll(),
+                                  usbIdentity({R"(SUBSYSTEM=="video4linux")", R"(KERNEL=="controlC0")"}));
+    EXPECT_EQ(idsOf(instances),
+              (std::vector<std::string>{"usb:046d:082d:73BD39DF", "usb:046d:082d:73BD39DF:if02"}));
+    for (const Instance& instance : instances) EXPECT_EQ(property(instance, "UDEV_DEVNODE_0"), "<absent>");
+    EXPECT_EQ(property(instances[1], "UDEV_DEVNODE"), "/dev/snd/controlC0");
+
+    UdevDetails grouped = usbIdentity({R"(SUBSYSTEM=="video4linux")", R"(KERNEL=="controlC0")"});
+    grouped.groupRecursive = true;
+    instances = classifyUdev(webcam().observeAll(), grouped);
+    EXPECT_EQ(idsOf(instances), (std::vector<std::string>{"usb:046d:082d:73BD39DF"}));
+}
+
 TEST(UdevClassifier, UsbIdentityKeepsTheIdWhenTheCameraMovesToAnotherPort) {
     const UdevDetails details = usbIdentity({R"(SUBSYSTEM=="video4linux")"});
     const Plug moved{"1-1.3", 5};
@@ -290,16 +306,6 @@ TEST(UdevClassifier, UsbIdentityGivesDevicesSharingASerialTheirPortPaths) {
     auto instances = classifyUdev(tree.observeAll(), usbIdentity({R"(SUBSYSTEM=="video4linux")"}));
     EXPECT_EQ(idsOf(instances),
               (std::vector<std::string>{"usb:046d:082d:port:1-1.2", "usb:046d:082d:port:1-1.4"}));
-}
-
-TEST(UdevClassifier, UsbIdentityPutsEveryNodeOfOneDeviceInOneInstance) {
-    auto instances = classifyUdev(webcam().observeAll(),
-                                  usbIdentity({R"(SUBSYSTEM=="video4linux")", R"(KERNEL=="controlC0")"}));
-    ASSERT_EQ(instances.size(), 1u);
-    EXPECT_EQ(instances[0].id, "usb:046d:082d:73BD39DF");
-    EXPECT_EQ(property(instances[0], "UDEV_DEVNODE_0"), "/dev/video0");
-    EXPECT_EQ(property(instances[0], "UDEV_DEVNODE_1"), "/dev/snd/controlC0");
-    EXPECT_EQ(property(instances[0], "UDEV_DEVPATH"), videoPath());
 }
 
 TEST(UdevClassifier, UsbIdentityLeavesDevicesOutsideUsbUnderTheirDevpath) {

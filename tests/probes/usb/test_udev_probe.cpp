@@ -33,6 +33,7 @@
 #include "runtime/configuration.h"
 #include "runtime/inventory.h"
 #include "runtime/naming.h"
+#include "tests/probes/usb/dual_camera_testbed.h"
 #include "tests/probes/usb/keyboard_testbed.h"
 #include "tests/probes/usb/serial_adapter_testbed.h"
 #include "tests/probes/usb/webcam_testbed.h"
@@ -431,6 +432,76 @@ TEST_F(KeyboardProbeTest, RemovingAHubTwoLevelsUpWithdrawsTheKeyboard) {
     uevent("/devices/pci0000:00/0000:00:1a.0/usb1/1-1/1-1.5", "remove");
     ASSERT_TRUE(runUntilSnapshots(2));
     EXPECT_TRUE(sink_.snapshots[1].empty());
+}
+
+// One USB device, two cameras: the colour camera on interface 0, the infrared one on
+// interface 2, a metadata node beside each, behind the laptop's internal hub.
+constexpr const char* kCaptureRule = R"(SUBSYSTEM=="video4linux", ENV{ID_V4L_CAPABILITIES}==":capture:")";
+
+class DualCameraProbeTest : public UdevTestbedTest {
+protected:
+    DualCameraProbeTest() : UdevTestbedTest(test::kDualCameraTestbed) {}
+    static std::string stableId(const std::string& function = "") {
+        return std::string("usb:0bda:58e6:") + test::kDualCameraSerial + function;
+    }
+};
+
+TEST_F(DualCameraProbeTest, ShippedCameraRuleWithUsbIdentityOffersEachCaptureNodeAsAkriDoes) {
+    const std::vector<Instance> instances = firstSnapshot(kCaptureRule, "stableIdentity: usb\n");
+    ASSERT_EQ(instances.size(), 2u);
+    const Instance* colour = findInstance(instances, stableId());
+    const Instance* infrared = findInstance(instances, stableId(":if02"));
+    ASSERT_NE(colour, nullptr) << instances[0].id;
+    ASSERT_NE(infrared, nullptr) << instances[1].id;
+    EXPECT_EQ(colour->properties.at("UDEV_DEVNODE"), "/dev/video0");
+    EXPECT_EQ(colour->properties.at("UDEV_DEVPATH"), test::dualCameraVideo(0));
+    EXPECT_EQ(infrared->properties.at("UDEV_DEVNODE"), "/dev/video2");
+    EXPECT_EQ(infrared->properties.at("UDEV_DEVPATH"), test::dualCameraVideo(2));
+    for (const Instance* camera : {colour, infrared}) {
+        EXPECT_EQ(camera->properties.count("UDEV_DEVNODE_0"), 0u) << camera->id;
+        ASSERT_EQ(camera->nodes.size(), 1u) << camera->id;
+        EXPECT_EQ(camera->properties.at("USB_SERIAL"), test::kDualCameraSerial);
+        EXPECT_EQ(camera->properties.at("USB_PORT_PATH"), "3-5.2");
+    }
+}
+
+TEST_F(DualCameraProbeTest, DevpathIdentityOffersEachCaptureNodeUnderItsDevpath) {
+    const std::vector<Instance> instances = firstSnapshot(kCaptureRule);
+    ASSERT_EQ(instances.size(), 2u);
+    EXPECT_EQ(instances[0].id, test::dualCameraVideo(0));
+    EXPECT_EQ(instances[1].id, test::dualCameraVideo(2));
+    EXPECT_EQ(instances[1].properties.at("UDEV_DEVNODE"), "/dev/video2");
+}
+
+TEST_F(DualCameraProbeTest, NodesOfOneInterfaceStayTogetherUnderUsbIdentity) {
+    // Every video node: each camera's capture and metadata nodes are one instance.
+    const std::vector<Instance> instances =
+        firstSnapshot(R"(SUBSYSTEM=="video4linux")", "stableIdentity: usb\n");
+    ASSERT_EQ(instances.size(), 2u);
+    const Instance* infrared = findInstance(instances, stableId(":if02"));
+    ASSERT_NE(infrared, nullptr);
+    EXPECT_EQ(infrared->properties.at("UDEV_DEVNODE_0"), "/dev/video2");
+    EXPECT_EQ(infrared->properties.at("UDEV_DEVNODE_1"), "/dev/video3");
+    EXPECT_EQ(infrared->properties.count("UDEV_DEVNODE"), 0u);
+}
+
+TEST_F(DualCameraProbeTest, GroupRecursiveAsksForTheWholeDeviceAsOneInstance) {
+    const std::vector<Instance> instances =
+        firstSnapshot(kCaptureRule, "stableIdentity: usb\ngroupRecursive: true\n");
+    ASSERT_EQ(instances.size(), 1u);
+    EXPECT_EQ(instances[0].id, stableId());
+    EXPECT_EQ(instances[0].properties.at("UDEV_DEVNODE_0"), "/dev/video0");
+    EXPECT_EQ(instances[0].properties.at("UDEV_DEVNODE_1"), "/dev/video2");
+}
+
+TEST_F(DualCameraProbeTest, InfraredNodeSeenAloneKeepsItsName) {
+    // The name depends on the device, not on what else is seen: the infrared camera matched
+    // alone (or first, while the colour one is still being set up) is already :if02.
+    const std::vector<Instance> instances =
+        firstSnapshot(R"(SUBSYSTEM=="video4linux", ENV{ID_INFRARED_CAMERA}=="1")", "stableIdentity: usb\n");
+    ASSERT_EQ(instances.size(), 1u);
+    EXPECT_EQ(instances[0].id, stableId(":if02"));
+    EXPECT_EQ(instances[0].properties.at("UDEV_DEVNODE"), "/dev/video2");
 }
 
 // Akri's udev discoveryProperties on a PCI device bound to vfio-pci, the way KubeVirt
