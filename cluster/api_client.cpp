@@ -633,6 +633,11 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     bool stopped = false;
 };
 
+void ApiClient::useToken(const std::string& token) {
+    impl_->config.token = token;
+    impl_->token.replace(token);
+}
+
 ApiClient::ApiClient(net::io_context& loop, Kubeconfig config, ClientOptions options)
     : impl_(std::make_shared<Impl>(loop, std::move(config), std::move(options))) {
     impl_->tlsProblem = impl_->setUpTls();

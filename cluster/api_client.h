@@ -131,6 +131,9 @@ public:
 
     // Cancels every call and watch; no callback runs afterwards.
     void stop();
+    // A renewed bearer token in place of the kubeconfig's inline one, for every request and
+    // watch from now on (a watch already open goes on as the server authenticated it).
+    void useToken(const std::string& token);
 
     const ClientState& state() const;
     // Why the kubeconfig's CA or client certificate cannot be used (every call fails

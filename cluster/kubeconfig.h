@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace devlet::kube {
@@ -49,6 +50,8 @@ public:
     std::optional<std::string> current(std::string& error);
     // Forget what was read: the next call reads the file again (after a 401).
     void invalidate() { stamp_ = {}; }
+    // A renewed token in place of the inline one (TokenRenewal); from the next request on.
+    void replace(std::string token) { inline_ = std::move(token); }
 
 private:
     struct Stamp {

@@ -224,6 +224,7 @@ void Daemon::shutdown() {
         inventory_->setSharedSlotGate(nullptr);
         slotLeases_->stop();
     }
+    if (tokenRenewal_) tokenRenewal_->stop();
     if (kubeClient_) kubeClient_->stop();
     if (allocateClient_) allocateClient_->stop();
     if (heartbeatClient_) heartbeatClient_->stop();
@@ -460,6 +461,15 @@ bool Daemon::startCluster() {
         log.error() << "cluster mode: " << kubeClient_->problem();
         return false;
     }
+    // The token is renewed before it expires, for all three clients, and written back into
+    // the kubeconfig.
+    tokenRenewal_ = std::make_unique<kube::TokenRenewal>(
+        loop_, *kubeClient_,
+        std::vector<kube::ApiClient*>{kubeClient_.get(), allocateClient_.get(), heartbeatClient_.get()},
+        settings_.cluster.kubeconfig);
+    tokenRenewal_->onStateChanged([this] {
+        if (inventory_) updateStatus();
+    });
     // A Secret that changes restarts the probes of the configurations naming it.
     secrets_ = std::make_unique<kube::Secrets>(*kubeClient_);
     secrets_->onChanged([this] {
@@ -470,6 +480,7 @@ bool Daemon::startCluster() {
     });
     log.info() << "cluster mode: API server " << server << ", namespace " << settings_.cluster.namespaceName
                << ", node " << settings_.nodeName;
+    tokenRenewal_->start();
     return true;
 }
 
@@ -525,8 +536,24 @@ void Daemon::clusterStateChanged() {
 
 std::string Daemon::clusterProblem() const {
     const kube::Informer::State& watch = *slotLeases_->watch();
-    if (!watch.lastError.empty()) return watch.lastError;
-    return slotLeases_->problem();
+    std::string problem = watch.lastError.empty() ? slotLeases_->problem() : watch.lastError;
+    // A 401 has one likely cause devlet can name: the token's own expiry.
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    if (problem.find("401") != std::string::npos && tokenRenewal_ && tokenRenewal_->expiredAt(now))
+        problem += " (the kubeconfig's token expired at " +
+                   kube::formatUnixTime(tokenRenewal_->state().expiresAt) +
+                   ": write the node's kubeconfig again, see docs/cluster.md)";
+    return problem;
+}
+
+std::string Daemon::tokenSummary() const {
+    if (!tokenRenewal_) return "";
+    const kube::TokenRenewal::State& t = tokenRenewal_->state();
+    return "/" + std::to_string(static_cast<int>(t.kind)) + "/" + std::to_string(t.expiresAt) + "/" +
+           std::to_string(t.nextRenewalAt) + "/" + std::to_string(t.lastRenewalAt) + "/" +
+           std::to_string(t.renewals) + "/" + std::to_string(t.failures) + t.lastError;
 }
 
 std::string Daemon::brokersSummary() const {
@@ -549,7 +576,7 @@ std::string Daemon::clusterSummary() const {
            std::to_string(leases.elsewhere) + "/" + std::to_string(leases.taken) + "/" +
            std::to_string(leases.refused) + leases.lastError + "/" + std::to_string(leases.confirmed) + "/" +
            std::to_string(leases.lastConfirmedMs) + "/" + std::to_string(leases.unconfirmed) + "/" +
-           std::to_string(leases.watchRelists) + brokersSummary() + secretsSummary();
+           std::to_string(leases.watchRelists) + brokersSummary() + secretsSummary() + tokenSummary();
 }
 
 std::string Daemon::secretsSummary() const {
@@ -652,6 +679,32 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
         c.reachable = clusterReachable_;
         c.watchCurrent = watch.watchCurrent;
         c.lastError = clusterReachable_ ? std::string() : clusterProblem();
+        if (tokenRenewal_) {
+            using Kind = kube::TokenRenewal::State::Kind;
+            const kube::TokenRenewal::State& t = tokenRenewal_->state();
+            switch (t.kind) {
+                case Kind::Expiring:
+                    c.token.kind = "expiring";
+                    break;
+                case Kind::DoesNotExpire:
+                case Kind::NotAJwt:
+                    c.token.kind = "doesNotExpire";
+                    break;
+                case Kind::TokenFile:
+                    c.token.kind = "tokenFile";
+                    break;
+                case Kind::NotAToken:
+                    c.token.kind = "clientCertificate";
+                    break;
+            }
+            c.token.serviceAccount = t.serviceAccount;
+            c.token.expiresAtMs = t.expiresAt * 1000;
+            c.token.nextRenewalMs = t.nextRenewalAt * 1000;
+            c.token.lastRenewalMs = t.lastRenewalAt * 1000;
+            c.token.renewals = t.renewals;
+            c.token.renewalFailures = t.failures;
+            c.token.lastError = t.lastError;
+        }
         if (brokers_) {
             for (const kube::Brokers::Broker& b : brokers_->brokers())
                 c.brokers.push_back({b.pod, b.configuration, b.instance, b.phase, b.reason, b.failed,

@@ -17,6 +17,7 @@
 #include "cluster/brokers.h"
 #include "cluster/secrets.h"
 #include "cluster/slot_leases.h"
+#include "cluster/token_renewal.h"
 #include "plugin/plugin_host.h"
 #include "plugin/pod_resources_client.h"
 #include "runtime/configuration.h"
@@ -70,6 +71,7 @@ private:
     // Why the cluster API counts as unreachable now; empty when it answers.
     std::string clusterProblem() const;
     std::string secretsSummary() const;
+    std::string tokenSummary() const;
     void reloadConfigurations();
     void scheduleReload();
     void restartProbes(const std::vector<Configuration>& configurations);
@@ -109,6 +111,7 @@ private:
     std::unique_ptr<kube::ApiClient> kubeClient_;         // cluster mode only; stopped in shutdown()
     std::unique_ptr<kube::ApiClient> allocateClient_;     // cluster mode: Allocate's own connection
     std::unique_ptr<kube::ApiClient> heartbeatClient_;    // cluster mode: the node Lease's own connection
+    std::unique_ptr<kube::TokenRenewal> tokenRenewal_;    // renews the token of all three clients
     std::unique_ptr<kube::SlotLeases> slotLeases_;        // uses both clients and inventory_
     std::unique_ptr<kube::Brokers> brokers_;              // uses kubeClient_ and inventory_
     std::unique_ptr<kube::Secrets> secrets_;              // cluster mode: valueFrom's Secrets

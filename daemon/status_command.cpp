@@ -110,6 +110,27 @@ void printStatus(const json::object& doc) {
         if (!field(cluster, "lastError").empty())
             std::cout << "; last error: " << field(cluster, "lastError");
         std::cout << "\n";
+        // The kubeconfig's credentials: when the token expires and when devlet renews it.
+        const json::object& token = objectAt(cluster, "token");
+        const std::string kind = field(token, "kind");
+        if (kind == "expiring") {
+            std::cout << "cluster: token of ServiceAccount " << field(token, "serviceAccount") << " expires "
+                      << field(token, "expiresAt");
+            if (!field(token, "nextRenewal").empty())
+                std::cout << ", renewed from " << field(token, "nextRenewal");
+            if (!field(token, "lastRenewal").empty())
+                std::cout << "; last renewed " << field(token, "lastRenewal") << " ("
+                          << field(token, "renewals") << " since start)";
+            if (!field(token, "lastError").empty())
+                std::cout << "; last error: " << field(token, "lastError");
+            std::cout << "\n";
+        } else if (kind == "doesNotExpire") {
+            std::cout << "cluster: token does not expire\n";
+        } else if (kind == "tokenFile") {
+            std::cout << "cluster: token from a token file, renewed by whoever writes it\n";
+        } else if (kind == "clientCertificate") {
+            std::cout << "cluster: a client certificate, not a token\n";
+        }
         // Containers here hold shared slots the API cannot vouch for: say it per slot.
         for (const json::value& c : arrayAt(doc, "configurations")) {
             if (!c.is_object()) continue;

@@ -201,6 +201,20 @@ std::string inventoryMetricsText(const StatusSnapshot& s) {
         e.family("devlet_cluster_watch_relists_total", "counter",
                  "Times the Lease watch did not show this node's own renewal in time and was listed again.");
         e.sample("devlet_cluster_watch_relists_total", static_cast<double>(s.cluster.watchRelists));
+        if (s.cluster.token.expiresAtMs != 0) {
+            e.family("devlet_cluster_token_expiry_seconds", "gauge",
+                     "When the kubeconfig's ServiceAccount token expires, in Unix seconds (cluster mode, a "
+                     "token that expires only); devlet renews it before.");
+            e.sample("devlet_cluster_token_expiry_seconds",
+                     static_cast<double>(s.cluster.token.expiresAtMs / 1000));
+        }
+        e.family("devlet_cluster_token_renewals_total", "counter",
+                 "Times the kubeconfig's token was renewed since start.");
+        e.sample("devlet_cluster_token_renewals_total", static_cast<double>(s.cluster.token.renewals));
+        e.family("devlet_cluster_token_renewal_failures_total", "counter",
+                 "Failed tries to renew the kubeconfig's token since start (each is tried again).");
+        e.sample("devlet_cluster_token_renewal_failures_total",
+                 static_cast<double>(s.cluster.token.renewalFailures));
         e.family("devlet_cluster_leases_held", "gauge", "Leases of shared slots this node holds.");
         e.sample("devlet_cluster_leases_held", static_cast<double>(s.cluster.leasesHeld));
         e.family("devlet_cluster_slots_held_elsewhere", "gauge",

@@ -130,6 +130,11 @@ function render(s) {
            + (s.cluster.brokers && s.cluster.brokers.length ? "; " + s.cluster.brokers.length + " broker pod(s)" : "")
            + (s.cluster.brokers || []).filter(b => b.failed).map(b => "; broker " + b.pod + " failed" + (b.reason ? ": " + b.reason : "")).join("")
            + (s.cluster.brokers || []).filter(b => b.recreations).map(b => "; broker " + b.pod + " made again " + b.recreations + " time(s), last: " + b.recreatedBecause).join("")
+           + (s.cluster.token && s.cluster.token.kind === "expiring"
+              ? "; token of " + s.cluster.token.serviceAccount + " expires " + s.cluster.token.expiresAt
+                + (s.cluster.token.lastRenewal ? ", last renewed " + s.cluster.token.lastRenewal : "")
+                + (s.cluster.token.lastError ? " (" + s.cluster.token.lastError + ")" : "")
+              : s.cluster.token && s.cluster.token.kind === "doesNotExpire" ? "; token does not expire" : "")
            + (s.cluster.brokersError ? "; brokers: " + s.cluster.brokersError : "")
            + (s.cluster.secrets && s.cluster.secrets.length ? "; " + s.cluster.secrets.filter(x => x.exists).length + " of " + s.cluster.secrets.length + " Secret(s) read" : "")
            + (s.cluster.secretProblems || []).map(p => "; " + p).join(""));

@@ -274,6 +274,16 @@ json::object clusterJson(const StatusSnapshot& s, const json::storage_ptr& sp) {
         o["nodeLeaseConfirmedAt"] = timeOrNull(c.nodeLeaseConfirmedMs, sp);
         o["holdsUnconfirmed"] = c.holdsUnconfirmed;
         o["watchRelists"] = c.watchRelists;
+        json::object token(sp);
+        token["kind"] = stringOrNull(c.token.kind, sp);
+        token["serviceAccount"] = stringOrNull(c.token.serviceAccount, sp);
+        token["expiresAt"] = timeOrNull(c.token.expiresAtMs, sp);
+        token["nextRenewal"] = timeOrNull(c.token.nextRenewalMs, sp);
+        token["lastRenewal"] = timeOrNull(c.token.lastRenewalMs, sp);
+        token["renewals"] = c.token.renewals;
+        token["renewalFailures"] = c.token.renewalFailures;
+        token["lastError"] = stringOrNull(c.token.lastError, sp);
+        o["token"] = std::move(token);
         json::array brokers(sp);
         for (const BrokerStatus& b : c.brokers) {
             json::object broker(sp);

@@ -100,6 +100,21 @@ struct SecretStatus {
     std::vector<std::string> keys;
 };
 
+// The kubeconfig's credentials: a ServiceAccount token's expiry and its renewal. Never the
+// token.
+struct ClusterTokenStatus {
+    // "expiring", "doesNotExpire" (no exp, or not a JSON Web Token), "tokenFile" (renewed by
+    // whoever writes the file), "clientCertificate"
+    std::string kind;
+    std::string serviceAccount;         // NAMESPACE/NAME; expiring only
+    std::int64_t expiresAtMs = 0;       // wall clock; 0: does not expire
+    std::int64_t nextRenewalMs = 0;     // 0: none planned
+    std::int64_t lastRenewalMs = 0;     // 0: not renewed since start
+    std::uint64_t renewals = 0;         // since start
+    std::uint64_t renewalFailures = 0;  // failed tries since start
+    std::string lastError;              // why the last try failed; empty after a renewal
+};
+
 struct ClusterStatus {
     bool enabled = false;  // a kubeconfig is set
     std::string server;
@@ -117,6 +132,7 @@ struct ClusterStatus {
     std::size_t holdsUnconfirmed = 0;       // held shared slots whose hold the API has not confirmed
     std::uint64_t watchRelists = 0;         // the watch missed this node's own renewal and was listed again
     std::vector<BrokerStatus> brokers;      // by Pod name
+    ClusterTokenStatus token;               // the kubeconfig's credentials and their renewal
     std::string brokersError;               // the last failed apply or delete, or why Pods have no owner
     std::uint64_t brokersRecreatedPending = 0;  // broker Pods made again after the pending grace, since start
     std::uint64_t brokersRecreatedEnded = 0;    // and after they ended (Failed or Succeeded)

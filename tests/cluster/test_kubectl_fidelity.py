@@ -2,9 +2,11 @@
 server-side and client-side apply, label and field selectors, replace with a stale
 resourceVersion, delete, 401/403/404/409, and the garbage collection of a Node's pods."""
 
+import base64
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -202,6 +204,52 @@ class KubectlAgainstDouble(unittest.TestCase):
         self.kubectl("get", "leases")
         after = self.double.control("GET", "requests")["counts"].get("list leases", 0)
         self.assertEqual(after, before + 1)
+
+    def test_create_token_for_a_service_account(self):
+        # node-kubeconfig's way to a token; Debian's kubectl 1.20 has no `create token` (1.24+).
+        kubectl = token_kubectl()
+        if not kubectl:
+            self.skipTest("no kubectl with `create token` (1.24 or newer; set KUBECTL_CREATE_TOKEN)")
+        self.kubectl("create", "serviceaccount", "devlet-node", "-n", "devlet")
+        self.double.control("POST", "token-lifetime", {"maxExpirationSeconds": 7200})
+        try:
+            def create_token(*args):
+                return subprocess.run([kubectl, "--kubeconfig", self.admin, "--request-timeout=30s", "create",
+                                       "token", *args], capture_output=True, text=True)
+
+            made = create_token("devlet-node", "-n", "devlet", "--duration=8760h")
+            self.assertEqual(made.returncode, 0, made.stderr)
+            token = made.stdout.strip()
+            payload = token.split(".")[1]
+            claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+            self.assertEqual(claims["sub"], "system:serviceaccount:devlet:devlet-node")
+            self.assertEqual(claims["exp"] - claims["iat"], 7200)  # cut to the server's maximum
+            self.assertEqual(claims["kubernetes.io"]["serviceaccount"]["name"], "devlet-node")
+            # The token it issued authenticates as the ServiceAccount.
+            status, _ = self.double.request("GET", "/apis/coordination.k8s.io/v1/namespaces/devlet/leases",
+                                            token=token)
+            self.assertEqual(status, 200)
+            self.assertEqual(self.double.control("GET", "requests")["recent"][-1]["user"],
+                             "system:serviceaccount:devlet:devlet-node")
+            # As the API server: less than 10 minutes is refused, a missing account is 404.
+            short = create_token("devlet-node", "-n", "devlet", "--duration=1m")
+            self.assertNotEqual(short.returncode, 0)
+            self.assertIn("may not specify a duration less than 10 minutes", short.stderr)
+            missing = create_token("nobody", "-n", "devlet")
+            self.assertNotEqual(missing.returncode, 0)
+            self.assertIn("not found", missing.stderr)
+        finally:
+            self.double.control("POST", "token-lifetime", {"maxExpirationSeconds": 0})
+
+
+def token_kubectl():
+    """A kubectl that has `create token` (1.24 or newer): $KUBECTL_CREATE_TOKEN, else the
+    one on PATH when it has it."""
+    candidate = os.environ.get("KUBECTL_CREATE_TOKEN") or shutil.which("kubectl")
+    if not candidate:
+        return None
+    result = subprocess.run([candidate, "create", "token", "--help"], capture_output=True, text=True)
+    return candidate if result.returncode == 0 else None
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import os
 import queue
 import sys
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -189,6 +190,21 @@ class PythonClientAgainstDouble(unittest.TestCase):
             api.create_namespaced_lease(NS, lease("duplicate", "node-a"))
         self.assertEqual(duplicate.exception.status, 409)
         self.assertIn("AlreadyExists", duplicate.exception.body)
+
+    def test_token_request_for_a_service_account(self):
+        core = client.CoreV1Api(self.writer_api)
+        core.create_namespaced_service_account(NS, client.V1ServiceAccount(
+            metadata=client.V1ObjectMeta(name="devlet-node")))
+        request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(
+            audiences=["https://kubernetes.default.svc.cluster.local"], expiration_seconds=3600))
+        answer = core.create_namespaced_service_account_token("devlet-node", NS, request)
+        self.assertTrue(answer.status.token)
+        self.assertEqual(answer.spec.expiration_seconds, 3600)
+        left = answer.status.expiration_timestamp.timestamp() - time.time()
+        self.assertTrue(3500 < left <= 3601, left)
+        # The new token is a credential of its own.
+        path = self.double.kubeconfig(answer.status.token, "kubeconfig-issued", NS)
+        self.leases(config.new_client_from_config(config_file=path)).list_namespaced_lease(NS)
 
     def test_invalid_lease_is_422(self):
         bad = lease("bad-duration", "node-a")

@@ -65,9 +65,11 @@ std::string packagedRules() {
                 for (const YAML::Node& item : list) out += (out.empty() ? "" : ",") + item.as<std::string>();
                 return out;
             };
-            // A Role's rules hold in its namespace only.
+            // A Role's rules hold in its namespace only; resourceNames limit a rule to those.
+            const std::string names = rule["resourceNames"] ? joined(rule["resourceNames"]) : "";
             const std::string where =
-                kind == "Role" ? "::" + document["metadata"]["namespace"].as<std::string>() : "";
+                kind == "Role" ? ":" + names + ":" + document["metadata"]["namespace"].as<std::string>()
+                               : (names.empty() ? "" : ":" + names);
             rules += (rules.empty() ? "" : " ") + std::string("allow=") + joined(rule["resources"]) + ":" +
                      joined(rule["verbs"]) + where;
         }
@@ -279,6 +281,32 @@ TEST_F(ClusterRbacTest, ThePackagedRulesGiveBrokerPodsTheNodeAsOwner) {
         20s));
     EXPECT_TRUE(clusterStatus().at("brokersError").is_null()) << json::serialize(clusterStatus());
     EXPECT_EQ(refusedRequests(), std::vector<std::string>{}) << api_->log();
+}
+
+TEST_F(ClusterRbacTest, ThePackagedRulesRenewTheOwnTokenOnly) {
+    const std::string rules = packagedRules();
+    ASSERT_NE(rules.find("allow=serviceaccounts/token:create:devlet-node:devlet"), std::string::npos)
+        << rules;
+    startWithRules(rules, 1);
+    if (!api_ || HasFatalFailure()) return;
+    for (const char* name : {"devlet-node", "admin-robot"}) {
+        const auto made = api_->request(
+            "POST", "/api/v1/namespaces/devlet/serviceaccounts",
+            std::string(R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":")") + name + "\"}}",
+            "application/json", "admin-token");
+        ASSERT_EQ(made.status, 201) << made.body;
+    }
+    const std::string request =
+        R"({"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}})";
+    const auto own = api_->request("POST", "/api/v1/namespaces/devlet/serviceaccounts/devlet-node/token",
+                                   request, "application/json", "node-token");
+    EXPECT_EQ(own.status, 201) << own.body;
+    // Another ServiceAccount's token (one with more rights, say) is refused.
+    const auto other = api_->request("POST", "/api/v1/namespaces/devlet/serviceaccounts/admin-robot/token",
+                                     request, "application/json", "node-token");
+    EXPECT_EQ(other.status, 403) << other.body;
+    EXPECT_NE(other.body.find("cannot create resource \\\"serviceaccounts/token\\\""), std::string::npos)
+        << other.body;
 }
 
 }  // namespace

@@ -22,6 +22,10 @@ MANIFEST = os.path.join(SOURCE, "packaging", "cluster", "rbac.yaml")
 BROKER_VERBS = {"list", "watch", "create", "patch", "delete"}
 CALLED = {("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update", "delete"},
           ("", "pods"): BROKER_VERBS, ("", "services"): BROKER_VERBS, ("batch", "jobs"): BROKER_VERBS}
+# And its own token's renewal (token_renewal.cpp's TokenRequest), for its own ServiceAccount
+# only: the one rule with resourceNames.
+TOKEN_RULE = {"apiGroups": [""], "resources": ["serviceaccounts/token"], "resourceNames": ["devlet-node"],
+              "verbs": ["create"]}
 # And outside it: brokers.cpp's `get` of the node's Node, the broker Pods' owner. Nodes have
 # no namespace, so this needs the ClusterRole.
 CLUSTER_CALLED = {("", "nodes"): {"get"}}
@@ -114,9 +118,12 @@ class RbacManifest(unittest.TestCase):
 
     @staticmethod
     def granted(role):
-        """(group, resource) -> verbs a Role or ClusterRole grants; no wildcards or names."""
+        """(group, resource) -> verbs a Role or ClusterRole grants; no wildcards or names but
+        the token rule's."""
         granted = {}
         for rule in role["rules"]:
+            if rule == TOKEN_RULE:
+                continue
             assert "resourceNames" not in rule, rule
             assert "nonResourceURLs" not in rule, rule
             for group in rule["apiGroups"]:
@@ -129,6 +136,15 @@ class RbacManifest(unittest.TestCase):
         (role,) = self.by_kind["Role"]
         self.assertEqual(role["apiVersion"], "rbac.authorization.k8s.io/v1")
         self.assertEqual(self.granted(role), CALLED)
+
+    def test_the_token_may_be_renewed_for_the_own_service_account_only(self):
+        (role,) = self.by_kind["Role"]
+        self.assertIn(TOKEN_RULE, role["rules"])
+        with open(os.path.join(SOURCE, "cluster", "token_renewal.cpp")) as f:
+            source = f.read()
+        self.assertIn('"/serviceaccounts/"', source)
+        self.assertIn('"/token"', source)
+        self.assertIn("sender_.create(", source)
 
     def test_the_list_above_is_what_the_source_calls(self):
         called = set().union(*CALLED.values(), *CLUSTER_CALLED.values())

@@ -8,10 +8,12 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -151,6 +153,12 @@ public:
         auto it = tokens_.find(token);
         return it == tokens_.end() ? nullptr : &it->second;
     }
+    // The first line's identity for `user`: the rules a token issued to it has.
+    const Identity* findUser(const std::string& user) const {
+        for (const auto& [token, identity] : tokens_)
+            if (identity.user == user) return &identity;
+        return nullptr;
+    }
 
 private:
     std::string path_;
@@ -254,7 +262,15 @@ json::object resourceList(const std::string& group, const std::string& version) 
         if (t.resource == "pods" || t.resource == "services" || t.resource == "jobs")
             r["categories"] = json::array{"all"};
         resources.push_back(std::move(r));
-        if (t.resource != "leases" && t.resource != "secrets")
+        if (t.resource == "serviceaccounts")
+            resources.push_back({{"name", "serviceaccounts/token"},
+                                 {"singularName", ""},
+                                 {"namespaced", true},
+                                 {"group", "authentication.k8s.io"},
+                                 {"version", "v1"},
+                                 {"kind", "TokenRequest"},
+                                 {"verbs", json::array{"create"}}});
+        if (t.resource != "leases" && t.resource != "secrets" && t.resource != "serviceaccounts")
             resources.push_back({{"name", t.resource + "/status"},
                                  {"singularName", ""},
                                  {"namespaced", t.namespaced},
@@ -348,7 +364,15 @@ Route route(http::verb method, const Target& t) {
     if (rest.size() > 1) r.name = rest[1];
     if (rest.size() > 2) {
         r.subresource = rest[2];
-        if (r.subresource != "status") return r;
+        // TokenRequest: POST serviceaccounts/NAME/token, the only subresource besides status.
+        const bool tokenRequest = r.subresource == "token" && r.type->resource == "serviceaccounts";
+        if (r.subresource != "status" && !tokenRequest) return r;
+        if (tokenRequest) {
+            if (method != http::verb::post) return r;
+            r.kind = Route::Kind::Resource;
+            r.verb = "create";
+            return r;
+        }
     }
     r.kind = Route::Kind::Resource;
     const bool named = !r.name.empty();
@@ -707,6 +731,17 @@ private:
         if (auth.starts_with("Bearer ")) {
             identity = tokens_.find(auth.substr(7));
             if (identity) user = identity->user;
+            // A token the double issued (TokenRequest) until it expires, with the rules of
+            // its ServiceAccount's line in the tokens file (none: every right).
+            if (auto it = issued_.find(auth.substr(7)); !identity && it != issued_.end()) {
+                if (std::chrono::system_clock::now() < it->second.expires) {
+                    user = it->second.user;
+                    identity = tokens_.findUser(user);
+                    if (!identity) identity = &it->second.identity;
+                } else {
+                    issued_.erase(it);
+                }
+            }
         }
         const bool anonymousAllowed = r.kind == Route::Kind::Version;
         if (user.empty() && !anonymousAllowed) {
@@ -786,12 +821,12 @@ private:
             }
         }
         if (r.kind == Route::Kind::Resource && identity &&
-            !identity->permits(r.type->resource, r.verb, authorizedName, r.ns)) {
+            !identity->permits(rbacResource(r), r.verb, authorizedName, r.ns)) {
             std::string where = r.ns.empty() ? " at the cluster scope" : " in the namespace \"" + r.ns + "\"";
             out = failure(403, "Forbidden",
                           r.type->qualified() + (r.name.empty() ? "" : " \"" + r.name + "\"") +
                               " is forbidden: User \"" + user + "\" cannot " + r.verb + " resource \"" +
-                              r.type->resource + "\" in API group \"" + r.type->group + "\"" + where,
+                              rbacResource(r) + "\" in API group \"" + r.type->group + "\"" + where,
                           {{"name", r.name}, {"group", r.type->group}, {"kind", r.type->resource}});
         } else if (r.kind == Route::Kind::Resource) {
             if (r.verb == "get" || r.verb == "list" || r.verb == "watch") {
@@ -818,6 +853,100 @@ private:
         co_return req.keep_alive();
     }
 
+    // As RBAC names it: "serviceaccounts/token" for a TokenRequest, else the resource.
+    static std::string rbacResource(const Route& r) {
+        return r.subresource == "token" ? r.type->resource + "/token" : r.type->resource;
+    }
+
+    static std::string base64Url(const std::string& bytes) {
+        static constexpr char kAlphabet[] =
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        std::string out;
+        unsigned bits = 0;
+        int count = 0;
+        for (unsigned char c : bytes) {
+            bits = (bits << 8) | c;
+            count += 8;
+            while (count >= 6) {
+                out += kAlphabet[(bits >> (count - 6)) & 63];
+                count -= 6;
+            }
+        }
+        if (count > 0) out += kAlphabet[(bits << (6 - count)) & 63];
+        return out;
+    }
+
+    // POST /api/v1/namespaces/NS/serviceaccounts/NAME/token as the API server answers it: a
+    // signed-looking JWT for the ServiceAccount, its lifetime cut to the maximum
+    // (--service-account-max-token-expiration, here the token-lifetime control).
+    Outcome tokenRequest(const Route& r, const json::object& request) {
+        Outcome account = store_.get(*r.type, r.ns, r.name);
+        if (account.code != 200) return account;
+        std::int64_t lifetime = 3600;
+        json::array audiences{"https://kubernetes.default.svc.cluster.local"};
+        if (const json::value* spec = request.if_contains("spec"); spec && spec->is_object()) {
+            const json::object& sp = spec->as_object();
+            if (const json::value* e = sp.if_contains("expirationSeconds"); e && !e->is_null()) {
+                if (!e->is_int64() && !e->is_uint64())
+                    return failure(400, "BadRequest", "spec.expirationSeconds is not an integer");
+                lifetime = e->to_number<std::int64_t>();
+            }
+            if (const json::value* a = sp.if_contains("audiences");
+                a && a->is_array() && !a->as_array().empty())
+                audiences = a->as_array();
+        }
+        if (lifetime < 600)
+            return failure(
+                422, "Invalid",
+                "TokenRequest.authentication.k8s.io \"" + r.name +
+                    "\" is invalid: spec.expirationSeconds: Invalid value: " + std::to_string(lifetime) +
+                    ": may not specify a duration less than 10 minutes");
+        if (lifetime > (std::int64_t{1} << 32))
+            return failure(
+                422, "Invalid",
+                "TokenRequest.authentication.k8s.io \"" + r.name +
+                    "\" is invalid: spec.expirationSeconds: Invalid value: " + std::to_string(lifetime) +
+                    ": may not specify a duration larger than 2^32 seconds");
+        if (maxTokenSeconds_ > 0) lifetime = std::min(lifetime, maxTokenSeconds_);
+        const auto now = std::chrono::system_clock::now();
+        const std::int64_t iat =
+            std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+        const std::string user = "system:serviceaccount:" + r.ns + ":" + r.name;
+        const json::object& metadata = account.body.as_object().at("metadata").as_object();
+        json::object claims{
+            {"aud", audiences},
+            {"exp", iat + lifetime},
+            {"iat", iat},
+            {"nbf", iat},
+            {"iss", "https://kubernetes.default.svc.cluster.local"},
+            {"sub", user},
+            {"kubernetes.io",
+             {{"namespace", r.ns}, {"serviceaccount", {{"name", r.name}, {"uid", metadata.at("uid")}}}}}};
+        std::string signature(32, '\0');
+        for (char& c : signature) c = static_cast<char>(signatureBytes_());
+        const std::string token = base64Url(R"({"alg":"RS256","kid":"kube-api-double"})") + "." +
+                                  base64Url(json::serialize(claims)) + "." + base64Url(signature);
+        issued_[token] = {user, now + std::chrono::seconds(lifetime), Identity{user, {}}};
+        json::object spec{
+            {"audiences", audiences}, {"expirationSeconds", lifetime}, {"boundObjectRef", nullptr}};
+        return {201,
+                json::object{
+                    {"kind", "TokenRequest"},
+                    {"apiVersion", "authentication.k8s.io/v1"},
+                    {"metadata", {{"name", r.name}, {"namespace", r.ns}, {"creationTimestamp", nullptr}}},
+                    {"spec", std::move(spec)},
+                    {"status", {{"token", token}, {"expirationTimestamp", timeText(iat + lifetime)}}}}};
+    }
+
+    static std::string timeText(std::int64_t seconds) {
+        const std::time_t t = static_cast<std::time_t>(seconds);
+        std::tm tm{};
+        ::gmtime_r(&t, &tm);
+        char text[32];
+        std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        return text;
+    }
+
     Outcome execute(const Request& req, const Target& target, const Route& r) {
         WriteOptions o;
         o.fieldManager = target.param("fieldManager");
@@ -836,6 +965,12 @@ private:
             return v;
         };
         std::string error;
+        if (r.subresource == "token") {
+            auto v = body();
+            if (!v || !v->is_object())
+                return failure(400, "BadRequest", "the body of the request is not JSON");
+            return tokenRequest(r, v->as_object());
+        }
         if (r.verb == "get") return store_.get(*r.type, r.ns, r.name);
         if (r.verb == "list" || r.verb == "deletecollection") {
             auto selector =
@@ -1050,6 +1185,9 @@ private:
             }
             injection_ = {integer("count", 1), code, integer("retryAfter", 1), text("verb"),
                           text("resource")};
+        } else if (what == "token-lifetime" && method == http::verb::post) {
+            maxTokenSeconds_ = integer("maxExpirationSeconds", 0);
+            answer["maxExpirationSeconds"] = maxTokenSeconds_;
         } else if (what == "close" && method == http::verb::post) {
             closeAll(connection);
             closeAfter = true;
@@ -1115,6 +1253,15 @@ private:
     ssl::context& tls_;
     Options options_;
     Tokens tokens_;
+    // Tokens issued by TokenRequest: the ServiceAccount's user, until when they authenticate.
+    struct IssuedToken {
+        std::string user;
+        std::chrono::system_clock::time_point expires;
+        Identity identity;  // no rules: used when the tokens file has no line for the user
+    };
+    std::map<std::string, IssuedToken> issued_;
+    std::int64_t maxTokenSeconds_ = 0;  // 0: no cap (token-lifetime control)
+    std::mt19937_64 signatureBytes_{std::random_device{}()};
     Store store_;
     tcp::acceptor acceptor_;
     tcp::endpoint endpoint_;

@@ -463,6 +463,7 @@ const std::vector<ResourceType>& resourceTypes() {
         {"", "v1", "pods", "Pod", "pod", true, {"po"}},
         {"", "v1", "services", "Service", "service", true, {"svc"}},
         {"", "v1", "secrets", "Secret", "secret", true, {}},
+        {"", "v1", "serviceaccounts", "ServiceAccount", "serviceaccount", true, {"sa"}},
         {"coordination.k8s.io", "v1", "leases", "Lease", "lease", true, {}},
         {"batch", "v1", "jobs", "Job", "job", true, {}},
     };
