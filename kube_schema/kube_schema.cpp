@@ -1,0 +1,100 @@
+#include "kube_schema/kube_schema.h"
+
+#include <algorithm>
+
+#include <boost/json/value.hpp>
+
+namespace devlet::kube_schema {
+
+namespace {
+
+std::span<const Type> types() {
+    return {kTypes, kTypeCount};
+}
+
+void walk(const boost::json::value& value, const Type& type, const std::string& path,
+          std::vector<UnknownField>& out);
+
+// The value of one known field.
+void walkField(const boost::json::value& value, const Field& field, const std::string& path,
+               std::vector<UnknownField>& out) {
+    const Type* type = typeAt(field.type);
+    switch (field.kind) {
+        case Kind::Object:
+            if (type) walk(value, *type, path, out);
+            break;
+        case Kind::ObjectList:
+            if (type && value.is_array()) {
+                std::size_t index = 0;
+                for (const auto& item : value.as_array())
+                    walk(item, *type, path + "[" + std::to_string(index++) + "]", out);
+            }
+            break;
+        case Kind::ObjectMap:
+            if (type && value.is_object()) {
+                for (const auto& item : value.as_object())
+                    walk(item.value(), *type, path + "[" + std::string(item.key()) + "]", out);
+            }
+            break;
+        default:
+            break;
+    }
+}
+
+void walk(const boost::json::value& value, const Type& type, const std::string& path,
+          std::vector<UnknownField>& out) {
+    if (!value.is_object() || type.preserveUnknownFields) return;
+    for (const auto& item : value.as_object()) {
+        const std::string where =
+            path.empty() ? std::string(item.key()) : path + "." + std::string(item.key());
+        if (const Field* field = findField(type, item.key())) {
+            walkField(item.value(), *field, where, out);
+        } else {
+            out.push_back({where, &type});
+        }
+    }
+}
+
+}  // namespace
+
+const Type* findType(std::string_view name) {
+    auto all = types();
+    auto found = std::lower_bound(all.begin(), all.end(), name,
+                                  [](const Type& type, std::string_view n) { return type.name < n; });
+    if (found != all.end() && found->name == name) return &*found;
+    for (const Type& type : all) {
+        if (type.name.ends_with(name) && type.name[type.name.size() - name.size() - 1] == '.') return &type;
+    }
+    return nullptr;
+}
+
+const Type* typeAt(int index) {
+    if (index < 0 || static_cast<std::size_t>(index) >= kTypeCount) return nullptr;
+    return &kTypes[index];
+}
+
+const Field* findField(const Type& type, std::string_view name) {
+    auto found = std::lower_bound(type.fields.begin(), type.fields.end(), name,
+                                  [](const Field& field, std::string_view n) { return field.name < n; });
+    return found != type.fields.end() && found->name == name ? &*found : nullptr;
+}
+
+std::vector<std::string> fieldNames(const Type& type) {
+    std::vector<std::string> names;
+    for (const Field& field : type.fields) names.emplace_back(field.name);
+    return names;
+}
+
+std::string_view shortName(const Type& type) {
+    std::size_t dot = type.name.rfind('.');
+    return dot == std::string_view::npos ? type.name : type.name.substr(dot + 1);
+}
+
+std::vector<UnknownField> unknownFields(const boost::json::value& value, const Type& type,
+                                        const std::string& prefix) {
+    std::vector<UnknownField> out;
+    walk(value, type, prefix, out);
+    return out;
+}
+
+}  // namespace devlet::kube_schema
