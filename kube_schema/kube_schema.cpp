@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
 namespace devlet::kube_schema {
@@ -55,6 +57,29 @@ void walk(const boost::json::value& value, const Type& type, const std::string& 
     }
 }
 
+void drop(boost::json::value& value, const Type& type) {
+    if (!value.is_object() || type.preserveUnknownFields) return;
+    auto& object = value.as_object();
+    for (auto it = object.begin(); it != object.end();) {
+        const Field* field = findField(type, it->key());
+        if (!field) {
+            it = object.erase(it);
+            continue;
+        }
+        if (const Type* inner = typeAt(field->type)) {
+            boost::json::value& child = it->value();
+            if (field->kind == Kind::Object) {
+                drop(child, *inner);
+            } else if (field->kind == Kind::ObjectList && child.is_array()) {
+                for (auto& item : child.as_array()) drop(item, *inner);
+            } else if (field->kind == Kind::ObjectMap && child.is_object()) {
+                for (auto& item : child.as_object()) drop(item.value(), *inner);
+            }
+        }
+        ++it;
+    }
+}
+
 }  // namespace
 
 const Type* findType(std::string_view name) {
@@ -95,6 +120,10 @@ std::vector<UnknownField> unknownFields(const boost::json::value& value, const T
     std::vector<UnknownField> out;
     walk(value, type, prefix, out);
     return out;
+}
+
+void dropUnknownFields(boost::json::value& value, const Type& type) {
+    drop(value, type);
 }
 
 }  // namespace devlet::kube_schema

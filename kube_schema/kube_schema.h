@@ -62,4 +62,8 @@ struct UnknownField {
 std::vector<UnknownField> unknownFields(const boost::json::value& value, const Type& type,
                                         const std::string& prefix);
 
+// Removes every unknown field of `value`, as the API server prunes an update it does not
+// validate strictly.
+void dropUnknownFields(boost::json::value& value, const Type& type);
+
 }  // namespace devlet::kube_schema
