@@ -709,7 +709,10 @@ void ApiClient::mergePatch(const std::string& path, const json::value& patch, Re
 void ApiClient::apply(const std::string& path, const json::value& object, const std::string& fieldManager,
                       bool force, ResultHandler done, CallOptions options) {
     DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
-    std::string target = path + "?fieldManager=" + queryEscape(fieldManager) + (force ? "&force=true" : "");
+    // Strict: a field the API server does not know fails the request instead of being dropped
+    // (Kubernetes 1.27 and later; older servers ignore the parameter).
+    std::string target = path + "?fieldManager=" + queryEscape(fieldManager) + (force ? "&force=true" : "") +
+                         "&fieldValidation=Strict";
     impl_->enqueue(makeCall(http::verb::patch, std::move(target), json::serialize(object),
                             "application/apply-patch+yaml", true, std::move(done), options));
 }

@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 
 #include "cluster/lease.h"
+#include "kube_schema/kube_schema.h"
 #include "runtime/log.h"
 
 namespace devlet::kube {
@@ -252,26 +253,64 @@ void Brokers::inventoryChanged() {
     });
 }
 
-std::map<std::string, Brokers::Wanted> Brokers::wanted(const std::vector<ConfigurationView>& views) const {
+namespace {
+
+// Why a spec is not applied: the fields of `specJson` that its Kubernetes type lacks, which
+// the API server would drop from an update and refuses in an apply. Empty when it is whole.
+std::string lostFields(const std::string& specJson, std::string_view typeName, const std::string& where) {
+    const kube_schema::Type* type = kube_schema::findType(typeName);
+    if (specJson.empty() || !type) return {};
+    boost::system::error_code ec;
+    const json::value spec = json::parse(specJson, ec);
+    if (ec) return {};
+    std::string paths;
+    for (const auto& unknown : kube_schema::unknownFields(spec, *type, ""))
+        paths += (paths.empty() ? "" : ", ") + unknown.path;
+    if (paths.empty()) return {};
+    return where + " has fields the Kubernetes " + std::string(kube_schema::shortName(*type)) +
+           " lacks, which the API server would drop or refuse: " + paths;
+}
+
+}  // namespace
+
+std::map<std::string, Brokers::Wanted> Brokers::wanted(const std::vector<ConfigurationView>& views,
+                                                       std::map<std::string, std::string>& withheld) const {
     std::map<std::string, Wanted> out;
     for (const ConfigurationView& view : views) {
         const Configuration& c = view.configuration;
         if (c.brokerPodSpec.empty() && c.brokerJobSpec.empty() && c.instanceServiceSpec.empty() &&
             c.configurationServiceSpec.empty())
             continue;
+        // Checked per spec: a broken Service spec does not keep the broker from running.
+        auto whole = [&](const std::string& spec, std::string_view type, const std::string& where,
+                         const char* what) {
+            std::string lost = lostFields(spec, type, where);
+            if (lost.empty()) return true;
+            withheld[c.name + " " + where] =
+                "configuration " + c.name + ": " + lost + "; no " + what + " applied";
+            return false;
+        };
+        const bool podWhole =
+            whole(c.brokerPodSpec, "core.v1.PodSpec", "spec.brokerSpec.brokerPodSpec", "broker");
+        const bool jobWhole =
+            whole(c.brokerJobSpec, "batch.v1.JobSpec", "spec.brokerSpec.brokerJobSpec", "broker");
+        const bool instanceServiceWhole =
+            whole(c.instanceServiceSpec, "core.v1.ServiceSpec", "spec.instanceServiceSpec", "Service");
+        const bool configurationServiceWhole = whole(c.configurationServiceSpec, "core.v1.ServiceSpec",
+                                                     "spec.configurationServiceSpec", "Service");
         bool anyOffered = false;
         for (const InstanceView& i : view.instances) {
             if (!i.offered) continue;
             anyOffered = true;
-            if (!c.brokerPodSpec.empty() && couldHoldSlot(i)) addPod(out, c, i);
-            if (!c.brokerJobSpec.empty()) addJob(out, c, i);
-            if (!c.instanceServiceSpec.empty()) {
+            if (!c.brokerPodSpec.empty() && podWhole && couldHoldSlot(i)) addPod(out, c, i);
+            if (!c.brokerJobSpec.empty() && jobWhole) addJob(out, c, i);
+            if (!c.instanceServiceSpec.empty() && instanceServiceWhole) {
                 addService(out, instanceServiceName(i.name), c.instanceServiceSpec,
                            {{kAkriConfigurationLabel, c.name}, {kAkriInstanceLabel, i.name}},
                            kAkriInstanceLabel, i.name);
             }
         }
-        if (anyOffered && !c.configurationServiceSpec.empty()) {
+        if (anyOffered && !c.configurationServiceSpec.empty() && configurationServiceWhole) {
             addService(out, configurationServiceName(c.name), c.configurationServiceSpec,
                        {{kAkriConfigurationLabel, c.name}}, kAkriConfigurationLabel, c.name);
         }
@@ -367,7 +406,17 @@ void Brokers::addService(std::map<std::string, Wanted>& out, const std::string& 
 void Brokers::reconcile() {
     if (!started_) return;
     const std::vector<ConfigurationView> views = inventory_.view();
-    const std::map<std::string, Wanted> wanted = this->wanted(views);
+    std::map<std::string, std::string> withheld;
+    const std::map<std::string, Wanted> wanted = this->wanted(views, withheld);
+    if (withheld != withheld_) {
+        for (const auto& [key, why] : withheld) {
+            auto before = withheld_.find(key);
+            if (before == withheld_.end() || before->second != why) log.error() << why;
+        }
+        withheld_ = std::move(withheld);
+        state_.lastError = standingError();
+        changed();
+    }
     if (!watching_) {
         // No configuration asks for a broker or service: nothing is asked of the API.
         if (!wanted.empty()) startWatching();
@@ -538,6 +587,7 @@ void Brokers::withdrawShared(const std::string& key) {
 }
 
 std::string Brokers::standingError() const {
+    if (!withheld_.empty()) return withheld_.begin()->second;
     return refused_.empty() ? std::string() : refused_.begin()->second.message;
 }
 

@@ -76,8 +76,8 @@ public:
         std::uint64_t recreatedPending = 0;  // broker Pods made again after the pending grace
         std::uint64_t recreatedEnded = 0;    // and after they ended (Failed or Succeeded)
         std::string ownerProblem;            // why the Pods have no owner (the Node cannot be read)
-        // The last failed apply or delete; after a success, a spec the API still refuses
-        // as invalid, or empty.
+        // The last failed apply or delete; after a success, a spec devlet does not apply
+        // (fields the Kubernetes schema lacks) or the API still refuses as invalid, or empty.
         std::string lastError;
     };
 
@@ -105,8 +105,11 @@ private:
         std::string name;
         boost::json::object body;
     };
-    // By "<resource>/<name>": every object this node should have applied now.
-    std::map<std::string, Wanted> wanted(const std::vector<ConfigurationView>& views) const;
+    // By "<resource>/<name>": every object this node should have applied now. A spec with
+    // fields the Kubernetes schema lacks is not applied (the API server would drop or refuse
+    // them): `withheld` says why, by configuration and spec.
+    std::map<std::string, Wanted> wanted(const std::vector<ConfigurationView>& views,
+                                         std::map<std::string, std::string>& withheld) const;
     bool couldHoldSlot(const InstanceView& i) const;
     void addPod(std::map<std::string, Wanted>& out, const Configuration& c, const InstanceView& i) const;
     void addJob(std::map<std::string, Wanted>& out, const Configuration& c, const InstanceView& i) const;
@@ -164,9 +167,10 @@ private:
         std::string body;
         std::string message;
     };
-    std::map<std::string, Refused> refused_;    // key -> a body the API refused as invalid
-    std::map<std::string, std::string> paths_;  // key -> the object's path, for deletes
-    std::set<std::string> inFlight_;            // keys with an apply or delete on its way
+    std::map<std::string, Refused> refused_;       // key -> a body the API refused as invalid
+    std::map<std::string, std::string> withheld_;  // "<configuration> <spec>" -> why it is not applied
+    std::map<std::string, std::string> paths_;     // key -> the object's path, for deletes
+    std::set<std::string> inFlight_;               // keys with an apply or delete on its way
     std::unique_ptr<Informer> pods_;
     std::unique_ptr<Informer> services_;
     std::unique_ptr<Informer> jobs_;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include "kube_schema/kube_schema.h"
 #include "runtime/discovery.h"
 #include "runtime/naming.h"
 #include "runtime/settings.h"
@@ -269,10 +270,14 @@ private:
             readBrokerProperties(*brokerProperties, config);
         }
         if (const Entry* broker = find(*spec, "brokerSpec")) readBrokerSpec(*broker, config);
-        if (const Entry* service = find(*spec, "instanceServiceSpec"))
-            config.instanceServiceSpec = objectJson(*service, "spec.instanceServiceSpec");
-        if (const Entry* service = find(*spec, "configurationServiceSpec"))
-            config.configurationServiceSpec = objectJson(*service, "spec.configurationServiceSpec");
+        for (auto [key, target] : {std::pair{"instanceServiceSpec", &config.instanceServiceSpec},
+                                   std::pair{"configurationServiceSpec", &config.configurationServiceSpec}}) {
+            const Entry* service = find(*spec, key);
+            if (!service) continue;
+            *target = objectJson(*service, std::string("spec.") + key);
+            if (!target->empty())
+                checkKubeFields(*service, "ServiceSpec", std::string("spec.") + key, "Service");
+        }
         for (const auto& key : kClusterOnlySpecKeys) {
             if (const Entry* used = find(*spec, key)) {
                 out_.warnings.push_back({file_, used->line,
@@ -297,6 +302,55 @@ private:
         }
         if (pod) config.brokerPodSpec = objectJson(*pod, "spec.brokerSpec.brokerPodSpec");
         if (job) config.brokerJobSpec = objectJson(*job, "spec.brokerSpec.brokerJobSpec");
+        if (!config.brokerPodSpec.empty())
+            checkKubeFields(*pod, "core.v1.PodSpec", "spec.brokerSpec.brokerPodSpec", "broker");
+        if (!config.brokerJobSpec.empty())
+            checkKubeFields(*job, "batch.v1.JobSpec", "spec.brokerSpec.brokerJobSpec", "broker");
+    }
+
+    // A field the Kubernetes type lacks, at any depth: Akri's webhook refuses the
+    // Configuration, the API server drops the field from an update and refuses it in an
+    // apply, and devlet's cluster mode applies no `object` from the spec (cluster/brokers.h).
+    void checkKubeFields(const Entry& entry, std::string_view typeName, const std::string& where,
+                         const std::string& object) {
+        const kube_schema::Type* type = kube_schema::findType(typeName);
+        if (type) checkKubeFields(entry.value, *type, where, entry.line, object);
+    }
+
+    void checkKubeFields(const YAML::Node& node, const kube_schema::Type& type, const std::string& where,
+                         int line, const std::string& object) {
+        if (!node.IsMap() || type.preserveUnknownFields) return;
+        for (const auto& item : node) {
+            const std::string key = item.first.Scalar();
+            const int keyLine = lineOf(item.first, line);
+            const std::string path = where + "." + key;
+            const kube_schema::Field* field = kube_schema::findField(type, key);
+            if (!field) {
+                const std::string meant = nearMiss(key, kube_schema::fieldNames(type));
+                warning(keyLine, path + ": not a field of the Kubernetes " +
+                                     std::string(kube_schema::shortName(type)) +
+                                     (meant.empty() ? "" : " (did you mean " + inQuotes(meant) + "?)") +
+                                     "; Akri's webhook refuses this Configuration, and devlet applies no " +
+                                     object + " from it");
+                continue;
+            }
+            const kube_schema::Type* inner = kube_schema::typeAt(field->type);
+            if (!inner) continue;
+            if (field->kind == kube_schema::Kind::Object) {
+                checkKubeFields(item.second, *inner, path, keyLine, object);
+            } else if (field->kind == kube_schema::Kind::ObjectList && item.second.IsSequence()) {
+                std::size_t index = 0;
+                for (const auto& element : item.second) {
+                    checkKubeFields(element, *inner, path + "[" + std::to_string(index++) + "]",
+                                    lineOf(element, keyLine), object);
+                }
+            } else if (field->kind == kube_schema::Kind::ObjectMap && item.second.IsMap()) {
+                for (const auto& value : item.second) {
+                    checkKubeFields(value.second, *inner, path + "[" + value.first.Scalar() + "]",
+                                    lineOf(value.first, keyLine), object);
+                }
+            }
+        }
     }
 
     // A Kubernetes object spec, kept as JSON text for the API.
@@ -462,6 +516,12 @@ private:
                 auto givenValue = text(*given, itemWhere + ".value");
                 if (!givenValue) continue;
                 value = *givenValue;
+            } else {
+                // Akri's schema wants one of value and valueFrom.
+                warning(name->line,
+                        itemWhere + " (" + *propertyName +
+                            ") has neither value nor valueFrom: Akri's API server refuses this "
+                            "Configuration; devlet gives the property as empty (write value: \"\")");
             }
             auto [first, inserted] = seen.try_emplace(*propertyName, name->valueLine());
             if (!inserted) {

@@ -255,6 +255,8 @@ TEST_F(ApiClientTest, AppliesWithAFieldManagerAndMergePatches) {
     ASSERT_EQ(requests.size(), 2u);
     EXPECT_EQ(requests[0].contentType, "application/apply-patch+yaml");
     EXPECT_NE(requests[0].target.find("fieldManager=devlet-node-a&force=true"), std::string::npos);
+    // A field the API server does not know fails the apply instead of being dropped.
+    EXPECT_NE(requests[0].target.find("&fieldValidation=Strict"), std::string::npos);
     EXPECT_EQ(requests[1].contentType, "application/merge-patch+json");
 }
 

@@ -4,6 +4,7 @@
 // reached, bookmarks, connection refusal and restart, tokens with rules and client
 // certificates, all through the C++ fixture the cluster tests use.
 
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -118,6 +119,51 @@ TEST(KubeApiDouble, LeasesAreCreatedByPutAndNeedAVersionToUpdate) {
                           R"("spec":{"containers":[{"name":"c","image":"i"}]}})")
                   .status,
               404);
+}
+
+// As upstream (1.27+): fieldValidation=Strict refuses a field the schema lacks, the default
+// (Warn) and Ignore drop it; a server-side apply refuses it whatever fieldValidation says.
+TEST(KubeApiDouble, UnknownFieldsFollowFieldValidation) {
+    TempDir dir;
+    KubeApiDouble api(dir.path());
+    const std::string pods = "/api/v1/namespaces/default/pods";
+    auto pod = [](const std::string& name) {
+        return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+               R"(","labels":{"any-key":"x"}},"spec":{"nodeSelector":{"free-key":"y"},)"
+               R"("containers":[{"name":"c","image":"i","foo":1,"resources":{"limts":{}}}]}})";
+    };
+    const auto strict = api.request("POST", pods + "?fieldValidation=Strict", pod("strict"));
+    EXPECT_EQ(strict.status, 400) << strict.body;
+    EXPECT_NE(strict.body.find(R"(Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: )"
+                               R"(unknown field \"spec.containers[0].foo\", )"
+                               R"(unknown field \"spec.containers[0].resources.limts\")"),
+              std::string::npos)
+        << strict.body;
+    for (const char* validation : {"", "?fieldValidation=Warn", "?fieldValidation=Ignore"}) {
+        const std::string name = std::string("pruned") + (validation[0] ? validation + 17 : "");
+        std::string lower = name;
+        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        const auto made = api.request("POST", pods + validation, pod(lower));
+        ASSERT_EQ(made.status, 201) << made.body;
+        const json::value got = json::parse(made.body);
+        const json::object& container = got.at("spec").at("containers").as_array()[0].as_object();
+        EXPECT_FALSE(container.contains("foo")) << validation;
+        EXPECT_FALSE(container.at("resources").as_object().contains("limts")) << validation;
+        EXPECT_EQ(got.at("spec").at("nodeSelector").at("free-key"), "y");
+        EXPECT_EQ(got.at("metadata").at("labels").at("any-key"), "x");
+    }
+    EXPECT_EQ(api.request("POST", pods + "?fieldValidation=Loose", pod("loose")).status, 400);
+
+    const auto applied = api.request("PATCH", pods + "/applied?fieldManager=m&fieldValidation=Strict",
+                                     pod("applied"), "application/apply-patch+yaml");
+    EXPECT_EQ(applied.status, 500) << applied.body;
+    EXPECT_NE(
+        applied.body.find("failed to create typed patch object (default/applied; /v1, Kind=Pod): errors:"),
+        std::string::npos)
+        << applied.body;
+    EXPECT_NE(applied.body.find(".spec.containers[0].foo: field not declared in schema"), std::string::npos)
+        << applied.body;
+    EXPECT_EQ(api.request("GET", pods + "/applied").status, 404);
 }
 
 TEST(KubeApiDouble, InjectedFailuresAnswerTheNextRequestsThenStop) {

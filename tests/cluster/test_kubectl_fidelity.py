@@ -47,6 +47,22 @@ class KubectlAgainstDouble(unittest.TestCase):
     def apply(self, manifest, *flags):
         return self.kubectl("apply", "--validate=false", *flags, "-f", "-", stdin=json.dumps(manifest))
 
+    def test_unknown_field_is_dropped_with_a_warning_and_refused_by_server_side_apply(self):
+        # kubectl 1.20 sends no fieldValidation: the server's default (Warn) drops the field
+        # and says so in a Warning header, which kubectl prints.
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "typo-created"},
+               "spec": {"containers": [{"name": "c", "image": "nginx", "imagePullPolicyy": "Always"}]}}
+        made = self.kubectl("create", "--validate=false", "-f", "-", stdin=json.dumps(pod))
+        self.assertIn('Warning: unknown field "spec.containers[0].imagePullPolicyy"', made.stderr)
+        self.assertNotIn("imagePullPolicyy", self.get_json("pod", "typo-created")["spec"]["containers"][0])
+        pod["metadata"]["name"] = "typo-applied"
+        applied = self.kubectl("apply", "--validate=false", "--server-side", "--field-manager=devlet-node-a",
+                               "-f", "-", stdin=json.dumps(pod), check=False)
+        self.assertNotEqual(applied.returncode, 0)
+        self.assertIn("failed to create typed patch object (devlet/typo-applied; /v1, Kind=Pod): "
+                      ".spec.containers[0].imagePullPolicyy: field not declared in schema", applied.stderr)
+        self.assertNotEqual(self.kubectl("get", "pod", "typo-applied", check=False).returncode, 0)
+
     def test_server_side_apply_creates_then_updates_a_lease(self):
         lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                  "metadata": {"name": "camera-slot-0", "labels": {"app": "devlet", "slot": "0"}},

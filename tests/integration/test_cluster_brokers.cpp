@@ -552,6 +552,47 @@ TEST_F(ClusterBrokersTest, InvalidBrokerSpecIsReportedNotRetried) {
     EXPECT_EQ(pods().size(), 3u);
 }
 
+// The API server would drop (or, in an apply, refuse) a field the Kubernetes schema lacks:
+// no broker is applied from such a spec, and the log and the status say what would be lost.
+TEST_F(ClusterBrokersTest, UnknownBrokerFieldAppliesNoBrokerAndSaysWhatWouldBeLost) {
+    ASSERT_FALSE(waitForEverything().empty());
+    const auto file = nodes_[0].daemon->confDir() / "typo.yaml";
+    auto write = [&](const std::string& pullPolicyKey) {
+        writeFile(file, echoDevicesConfiguration("typo", "typo0", 1, "      shared: false\n",
+                                                 "  brokerSpec:\n    brokerPodSpec:\n      containers:\n"
+                                                 "      - name: broker\n        image: nginx\n        " +
+                                                     pullPolicyKey + ": Always\n"));
+    };
+    write("imagePullPolicyy");
+    const std::string lost =
+        "configuration typo: spec.brokerSpec.brokerPodSpec has fields the Kubernetes PodSpec lacks, which "
+        "the "
+        "API server would drop or refuse: containers[0].imagePullPolicyy; no broker applied";
+    json::object cluster;
+    ASSERT_TRUE(waitUntil([&] {
+        cluster = clusterStatus(nodes_[0]);
+        return text(cluster, "brokersError") == lost;
+    })) << json::serialize(cluster);
+    EXPECT_TRUE(nodes_[0].daemon->waitForLog(lost, 10s));
+    // The parser said it at its line too.
+    EXPECT_TRUE(nodes_[0].daemon->waitForLog(
+        "containers[0].imagePullPolicyy: not a field of the Kubernetes Container (did you mean "
+        "\"imagePullPolicy\"?)",
+        10s));
+    std::this_thread::sleep_for(1s);
+    for (const auto& [name, pod] : pods()) EXPECT_NE(label(pod, "akri.sh/configuration"), "typo") << name;
+    EXPECT_EQ(pods().size(), 3u) << "everything else still runs";
+
+    write("imagePullPolicy");
+    ASSERT_TRUE(waitUntil([&] {
+        for (const auto& [name, pod] : pods()) {
+            if (label(pod, "akri.sh/configuration") == "typo") return true;
+        }
+        return false;
+    }));
+    EXPECT_TRUE(waitUntil([&] { return text(clusterStatus(nodes_[0]), "brokersError").empty(); }));
+}
+
 TEST_F(ClusterBrokersRoleOnlyTest, WithoutTheClusterRoleBrokersHaveNoOwnerAndDevletSaysWhy) {
     ASSERT_FALSE(waitForEverything().empty());
     for (const auto& [name, pod] : pods())

@@ -200,6 +200,131 @@ TEST_F(ConfigurationTest, BrokerAndServiceSpecsAreKeptAsJson) {
     EXPECT_NE(config.configurationServiceSpec.find(R"("port":6052)"), std::string::npos);
 }
 
+// Warnings other than the one saying brokers need cluster mode.
+std::vector<ConfigProblem> fieldWarnings(const ParsedConfigurations& parsed) {
+    std::vector<ConfigProblem> out;
+    for (const auto& warning : parsed.warnings) {
+        if (!warning.clusterOnly) out.push_back(warning);
+    }
+    return out;
+}
+
+TEST_F(ConfigurationTest, CommonBrokerPodSpecFieldsAreNotWarned) {
+    auto parsed =
+        parse(document("cams",
+                       "  brokerSpec:\n"
+                       "    brokerPodSpec:\n"
+                       "      nodeSelector:\n"
+                       "        any.example/label-key: x\n"
+                       "      tolerations:\n"
+                       "      - {key: k, operator: Exists, effect: NoSchedule}\n"
+                       "      affinity:\n"
+                       "        nodeAffinity:\n"
+                       "          requiredDuringSchedulingIgnoredDuringExecution:\n"
+                       "            nodeSelectorTerms:\n"
+                       "            - matchExpressions:\n"
+                       "              - {key: zone, operator: In, values: [a]}\n"
+                       "      securityContext: {runAsUser: 1000, fsGroup: 44}\n"
+                       "      containers:\n"
+                       "      - name: broker\n"
+                       "        image: nginx:stable-alpine\n"
+                       "        imagePullPolicy: IfNotPresent\n"
+                       "        command: [/bin/sh]\n"
+                       "        env:\n"
+                       "        - {name: A, value: b}\n"
+                       "        - name: NODE\n"
+                       "          valueFrom: {fieldRef: {fieldPath: spec.nodeName}}\n"
+                       "        ports: [{containerPort: 8080, name: http}]\n"
+                       "        volumeMounts: [{name: dev, mountPath: /dev/video0}]\n"
+                       "        securityContext: {privileged: true, capabilities: {add: [SYS_ADMIN]}}\n"
+                       "        resources:\n"
+                       "          requests: {\"{{PLACEHOLDER}}\": \"1\", memory: 10Mi}\n"
+                       "          limits: {\"{{PLACEHOLDER}}\": \"1\", any.vendor/gpu: 1}\n"
+                       "        livenessProbe: {httpGet: {path: /, port: http}}\n"
+                       "      volumes:\n"
+                       "      - name: dev\n"
+                       "        hostPath: {path: /dev/video0, type: CharDevice}\n"
+                       "  instanceServiceSpec:\n"
+                       "    type: ClusterIP\n"
+                       "    ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]\n"));
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    ASSERT_EQ(parsed.configurations.size(), 1u);
+    for (const auto& warning : fieldWarnings(parsed)) ADD_FAILURE() << warning.str();
+}
+
+TEST_F(ConfigurationTest, UnknownBrokerPodSpecFieldsWarnedAtTheirLinesWithNearestName) {
+    auto parsed = parse(document("cams",
+                                 "  brokerSpec:\n"                              // 10
+                                 "    brokerPodSpec:\n"                         // 11
+                                 "      containers:\n"                          // 12
+                                 "      - name: broker\n"                       // 13
+                                 "        image: nginx\n"                       // 14
+                                 "        imagePullPolicyy: Always\n"           // 15
+                                 "        resources:\n"                         // 16
+                                 "          limts: {memory: 30Mi}\n"            // 17
+                                 "      volumes:\n"                             // 18
+                                 "      - name: dev\n"                          // 19
+                                 "        hostPath: {pth: /dev/video0}\n"       // 20
+                                 "      nodeSelector: {imagePullPolicyy: x}\n"  // 21: free keys
+                                 "      frobnicate: true\n"));                  // 22
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    ASSERT_EQ(parsed.configurations.size(), 1u) << "warned, not refused: devlet's own use of it is unchanged";
+    auto warnings = fieldWarnings(parsed);
+    ASSERT_EQ(warnings.size(), 4u);
+    std::map<int, std::string> byLine;
+    for (const auto& warning : warnings) byLine[warning.line] = warning.message;
+    EXPECT_EQ(byLine[15],
+              "spec.brokerSpec.brokerPodSpec.containers[0].imagePullPolicyy: not a field of the Kubernetes "
+              "Container (did you mean \"imagePullPolicy\"?); Akri's webhook refuses this Configuration, and "
+              "devlet applies no broker from it");
+    EXPECT_NE(byLine[17].find("spec.brokerSpec.brokerPodSpec.containers[0].resources.limts: not a field of "
+                              "the Kubernetes ResourceRequirements (did you mean \"limits\"?)"),
+              std::string::npos)
+        << byLine[17];
+    EXPECT_NE(byLine[20].find("spec.brokerSpec.brokerPodSpec.volumes[0].hostPath.pth: not a field of the "
+                              "Kubernetes HostPathVolumeSource (did you mean \"path\"?)"),
+              std::string::npos)
+        << byLine[20];
+    EXPECT_NE(byLine[22].find("spec.brokerSpec.brokerPodSpec.frobnicate: not a field of the Kubernetes "
+                              "PodSpec;"),
+              std::string::npos)
+        << byLine[22];
+}
+
+TEST_F(ConfigurationTest, UnknownJobAndServiceSpecFieldsWarned) {
+    auto parsed = parse(document("cams",
+                                 "  brokerSpec:\n"                                        // 10
+                                 "    brokerJobSpec:\n"                                   // 11
+                                 "      backofLimit: 2\n"                                 // 12
+                                 "      template:\n"                                      // 13
+                                 "        metadata:\n"                                    // 14
+                                 "          labels: {anything: goes}\n"                   // 15
+                                 "          annotations: {any.key/x: y}\n"                // 16
+                                 "        spec:\n"                                        // 17
+                                 "          restartPolicy: Never\n"                       // 18
+                                 "          containers: [{name: c, image: i, foo: 1}]\n"  // 19
+                                 "  configurationServiceSpec:\n"                          // 20
+                                 "    prots: [{port: 80}]\n"));                           // 21
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    auto warnings = fieldWarnings(parsed);
+    ASSERT_EQ(warnings.size(), 3u);
+    std::map<int, std::string> byLine;
+    for (const auto& warning : warnings) byLine[warning.line] = warning.message;
+    EXPECT_NE(byLine[12].find("spec.brokerSpec.brokerJobSpec.backofLimit: not a field of the Kubernetes "
+                              "JobSpec (did you mean \"backoffLimit\"?)"),
+              std::string::npos)
+        << byLine[12];
+    EXPECT_NE(byLine[19].find("spec.brokerSpec.brokerJobSpec.template.spec.containers[0].foo: not a field"),
+              std::string::npos)
+        << byLine[19];
+    EXPECT_NE(
+        byLine[21].find("spec.configurationServiceSpec.prots: not a field of the Kubernetes ServiceSpec "
+                        "(did you mean \"ports\"?); Akri's webhook refuses this Configuration, and "
+                        "devlet applies no Service from it"),
+        std::string::npos)
+        << byLine[21];
+}
+
 TEST_F(ConfigurationTest, BothBrokerPodAndJobSpecIsError) {
     auto parsed = parse(document("cams",
                                  "  brokerSpec:\n    brokerPodSpec:\n      containers: []\n"
@@ -341,6 +466,30 @@ TEST_F(ConfigurationTest, DiscoveryPropertiesParsed) {
     ASSERT_EQ(parsed.configurations.size(), 1u);
     EXPECT_EQ(parsed.configurations[0].discoveryProperties,
               (std::map<std::string, std::string>{{"EMPTY", ""}, {"MODE", "fast"}}));
+}
+
+// Akri's schema wants value or valueFrom; devlet keeps the property, empty, and says so.
+TEST_F(ConfigurationTest, DiscoveryPropertyWithoutValueIsWarnedAtItsLine) {
+    auto parsed = parse(
+        "apiVersion: akri.sh/v0\nkind: Configuration\nmetadata:\n  name: cams\n"
+        "spec:\n  discoveryHandler:\n    name: udev\n    discoveryProperties:\n"
+        "    - name: MODE\n      value: fast\n    - name: EMPTY\n    - name: GIVEN\n      value: \"\"\n");
+    ASSERT_TRUE(parsed.problems.empty()) << allMessages(parsed);
+    ASSERT_EQ(parsed.configurations.size(), 1u);
+    EXPECT_EQ(parsed.configurations[0].discoveryProperties,
+              (std::map<std::string, std::string>{{"EMPTY", ""}, {"GIVEN", ""}, {"MODE", "fast"}}));
+    std::vector<ConfigProblem> warned;
+    for (const auto& warning : parsed.warnings) {
+        if (warning.message.find("neither value nor valueFrom") != std::string::npos)
+            warned.push_back(warning);
+    }
+    ASSERT_EQ(warned.size(), 1u);
+    EXPECT_EQ(
+        warned[0].str(),
+        "conf.d/test.yaml:11: spec.discoveryHandler.discoveryProperties[1] (EMPTY) has neither value nor "
+        "valueFrom: Akri's API server refuses this Configuration; devlet gives the property as empty "
+        "(write value: \"\")");
+    EXPECT_FALSE(warned[0].clusterOnly);
 }
 
 TEST_F(ConfigurationTest, ValueFromForAHandlerThatReadsNoSecretIsWarnedAndLeftOut) {

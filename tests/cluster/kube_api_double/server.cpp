@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -624,11 +625,13 @@ private:
     }
 
     awaitable<void> respond(Stream& stream, const Request& req, int code, const json::value& body,
-                            int retryAfter = 0) {
+                            int retryAfter = 0, std::vector<std::string> warnings = {}) {
         http::response<http::string_body> res{static_cast<http::status>(code), req.version()};
         res.set(http::field::content_type, "application/json");
         res.set(http::field::cache_control, "no-cache, private");
         if (retryAfter > 0) res.set(http::field::retry_after, std::to_string(retryAfter));
+        for (const std::string& warning : warnings)
+            res.insert(http::field::warning, "299 - " + quoted(warning));
         res.keep_alive(req.keep_alive());
         res.body() = json::serialize(body) + "\n";
         res.prepare_payload();
@@ -766,6 +769,7 @@ private:
         }
 
         Outcome out;
+        std::vector<std::string> warnings;
         if (injection_.remaining > 0 && (injection_.verb.empty() || injection_.verb == r.verb) &&
             (injection_.resource.empty() || (r.type && injection_.resource == r.type->resource))) {
             --injection_.remaining;
@@ -841,7 +845,7 @@ private:
                 co_return co_await watch(stream, req, target, r, user);
             }
             try {
-                out = execute(req, target, r);
+                out = execute(req, target, r, warnings);
             } catch (const std::exception& e) {
                 // A body the double cannot make sense of is the client's problem, not a crash.
                 out =
@@ -849,7 +853,8 @@ private:
             }
         }
         record(r, user, out.code);
-        co_await respond(stream, req, out.code, out.body);
+        if (out.code >= 300) warnings.clear();
+        co_await respond(stream, req, out.code, out.body, 0, std::move(warnings));
         co_return req.keep_alive();
     }
 
@@ -947,7 +952,60 @@ private:
         return text;
     }
 
-    Outcome execute(const Request& req, const Target& target, const Route& r) {
+
+    // A Warning header's text: in double quotes, '"' and '\\' escaped.
+    static std::string quoted(const std::string& text) {
+        std::string out = "\"";
+        for (char c : text) {
+            if (c == '"' || c == '\\') out += '\\';
+            out += c;
+        }
+        return out + "\"";
+    }
+
+    // Unknown fields in a create, update or merge patch, as upstream (1.27): Strict refuses
+    // the request (400), Warn (the default) drops them with a Warning header each, Ignore
+    // drops them. A server-side apply refuses them whatever fieldValidation says: its typed
+    // conversion knows no field outside the schema.
+    static std::optional<Outcome> checkFields(const ResourceType& type, const std::string& validation,
+                                              json::value& body, std::vector<std::string>& warnings) {
+        if (!body.is_object()) return std::nullopt;
+        const std::vector<std::string> unknown = unknownFields(type, body.as_object());
+        if (unknown.empty()) return std::nullopt;
+        std::string listed;
+        for (const std::string& path : unknown) {
+            const std::string one = "unknown field \"" + path + "\"";
+            listed += (listed.empty() ? "" : ", ") + one;
+            if (validation != "Ignore" && validation != "Strict") warnings.push_back(one);
+        }
+        if (validation == "Strict") {
+            return failure(400, "BadRequest",
+                           type.kind + " in version \"" + type.version + "\" cannot be handled as a " +
+                               type.kind + ": strict decoding error: " + listed);
+        }
+        dropUnknownFields(type, body.as_object());
+        return std::nullopt;
+    }
+
+    static std::optional<Outcome> checkApplyFields(const ResourceType& type, const std::string& ns,
+                                                   const std::string& name, const json::value& body) {
+        if (!body.is_object()) return std::nullopt;
+        const std::vector<std::string> unknown = unknownFields(type, body.as_object());
+        if (unknown.empty()) return std::nullopt;
+        std::string errors;
+        for (const std::string& path : unknown) {
+            errors += (unknown.size() > 1 ? "\n  ." : ".") + path + ": field not declared in schema";
+        }
+        if (unknown.size() > 1) errors = "errors:" + errors;
+        const std::string message = "failed to create typed patch object (" + ns + "/" + name + "; " +
+                                    type.group + "/" + type.version + ", Kind=" + type.kind + "): " + errors;
+        return failure(500, "InternalError", "Internal error occurred: " + message,
+                       {{"causes", json::array{json::object{{"message", message}}}}});
+    }
+
+    // `warnings`: the Warning headers of a successful answer.
+    Outcome execute(const Request& req, const Target& target, const Route& r,
+                    std::vector<std::string>& warnings) {
         WriteOptions o;
         o.fieldManager = target.param("fieldManager");
         if (o.fieldManager.empty() && r.verb != "patch") {
@@ -986,22 +1044,39 @@ private:
             return store_.list(*r.type, r.ns, *selector, limit, target.param("continue"),
                                target.param("resourceVersion"), target.param("resourceVersionMatch"));
         }
+        const std::string validation = target.param("fieldValidation");
+        if (!validation.empty() && validation != "Strict" && validation != "Warn" && validation != "Ignore" &&
+            (r.verb == "create" || r.verb == "update" || r.verb == "patch"))
+            return failure(400, "BadRequest",
+                           "fieldValidation: Unsupported value: \"" + validation +
+                               "\": supported values: \"Ignore\", \"Strict\", \"Warn\"");
         if (r.verb == "create" || r.verb == "update") {
             if (!contentType.empty() && !contentType.starts_with("application/json") &&
                 !contentType.starts_with("*/*"))
                 return failure(415, "UnsupportedMediaType", "the double reads application/json bodies only");
             auto v = body();
             if (!v) return failure(400, "BadRequest", "the body of the request is not JSON");
+            if (auto refused = checkFields(*r.type, validation, *v, warnings)) return *refused;
             if (r.verb == "create") return store_.create(*r.type, r.ns, std::move(*v), o);
             return store_.replace(*r.type, r.ns, r.name, std::move(*v), o);
         }
         if (r.verb == "patch") {
-            if (o.fieldManager.empty() && !contentType.starts_with("application/apply-patch+yaml")) {
+            const bool apply = contentType.starts_with("application/apply-patch+yaml");
+            if (o.fieldManager.empty() && !apply) {
                 const std::string agent(req[http::field::user_agent]);
                 o.fieldManager = agent.substr(0, agent.find('/'));
             }
-            o.operation = contentType.starts_with("application/apply-patch+yaml") ? "Apply" : "Update";
-            return store_.patch(*r.type, r.ns, r.name, contentType, req.body(), o);
+            o.operation = apply ? "Apply" : "Update";
+            std::string patch = req.body();
+            if (auto v = body()) {
+                if (apply) {
+                    if (auto refused = checkApplyFields(*r.type, r.ns, r.name, *v)) return *refused;
+                } else if (contentType.starts_with("application/merge-patch+json")) {
+                    if (auto refused = checkFields(*r.type, validation, *v, warnings)) return *refused;
+                    patch = json::serialize(*v);
+                }
+            }
+            return store_.patch(*r.type, r.ns, r.name, contentType, patch, o);
         }
         if (r.verb == "delete") return store_.remove(*r.type, r.ns, r.name, req.body());
         return failure(405, "MethodNotAllowed",

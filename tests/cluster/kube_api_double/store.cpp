@@ -11,6 +11,8 @@
 // Boost.JSON's implementation, compiled once for the double.
 #include <boost/json/src.hpp>
 
+#include "kube_schema/kube_schema.h"
+
 namespace devlet::kubedouble {
 
 namespace {
@@ -468,6 +470,54 @@ const std::vector<ResourceType>& resourceTypes() {
         {"batch", "v1", "jobs", "Job", "job", true, {}},
     };
     return types;
+}
+
+namespace {
+
+const kube_schema::Type* specType(const ResourceType& type) {
+    if (type.resource == "pods") return kube_schema::findType("io.k8s.api.core.v1.PodSpec");
+    if (type.resource == "services") return kube_schema::findType("io.k8s.api.core.v1.ServiceSpec");
+    if (type.resource == "jobs") return kube_schema::findType("io.k8s.api.batch.v1.JobSpec");
+    return nullptr;
+}
+
+const kube_schema::Type* partType(const ResourceType& type, std::string_view key) {
+    if (key == "metadata") return kube_schema::findType("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");
+    if (key == "spec") return specType(type);
+    return nullptr;
+}
+
+bool topLevelField(std::string_view key) {
+    return key == "apiVersion" || key == "kind" || key == "metadata" || key == "spec" || key == "status";
+}
+
+}  // namespace
+
+std::vector<std::string> unknownFields(const ResourceType& type, const json::object& object) {
+    std::vector<std::string> out;
+    if (!specType(type)) return out;
+    for (const auto& item : object) {
+        if (!topLevelField(item.key())) {
+            out.emplace_back(item.key());
+        } else if (const kube_schema::Type* part = partType(type, item.key())) {
+            for (auto& unknown : kube_schema::unknownFields(item.value(), *part, std::string(item.key())))
+                out.push_back(std::move(unknown.path));
+        }
+    }
+    return out;
+}
+
+void dropUnknownFields(const ResourceType& type, json::object& object) {
+    if (!specType(type)) return;
+    for (auto it = object.begin(); it != object.end();) {
+        if (!topLevelField(it->key())) {
+            it = object.erase(it);
+            continue;
+        }
+        if (const kube_schema::Type* part = partType(type, it->key()))
+            kube_schema::dropUnknownFields(it->value(), *part);
+        ++it;
+    }
 }
 
 const ResourceType* findResource(const std::string& group, const std::string& version,

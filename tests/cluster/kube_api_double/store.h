@@ -43,6 +43,12 @@ struct Outcome {
     json::value body;
 };
 
+// Fields the Kubernetes schema lacks in a Pod, Service or Job body, as upstream writes their
+// paths ("spec.containers[0].foo"); none for other resources. The schema is kube_schema's
+// table, generated from upstream's OpenAPI documents, so devlet and the double agree.
+std::vector<std::string> unknownFields(const ResourceType& type, const json::object& object);
+void dropUnknownFields(const ResourceType& type, json::object& object);
+
 // A Status object as the API server writes it.
 json::object statusObject(int code, const std::string& reason, const std::string& message,
                           const json::object& details = {});

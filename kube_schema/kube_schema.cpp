@@ -1,0 +1,129 @@
+#include "kube_schema/kube_schema.h"
+
+#include <algorithm>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+namespace devlet::kube_schema {
+
+namespace {
+
+std::span<const Type> types() {
+    return {kTypes, kTypeCount};
+}
+
+void walk(const boost::json::value& value, const Type& type, const std::string& path,
+          std::vector<UnknownField>& out);
+
+// The value of one known field.
+void walkField(const boost::json::value& value, const Field& field, const std::string& path,
+               std::vector<UnknownField>& out) {
+    const Type* type = typeAt(field.type);
+    switch (field.kind) {
+        case Kind::Object:
+            if (type) walk(value, *type, path, out);
+            break;
+        case Kind::ObjectList:
+            if (type && value.is_array()) {
+                std::size_t index = 0;
+                for (const auto& item : value.as_array())
+                    walk(item, *type, path + "[" + std::to_string(index++) + "]", out);
+            }
+            break;
+        case Kind::ObjectMap:
+            if (type && value.is_object()) {
+                for (const auto& item : value.as_object())
+                    walk(item.value(), *type, path + "[" + std::string(item.key()) + "]", out);
+            }
+            break;
+        default:
+            break;
+    }
+}
+
+void walk(const boost::json::value& value, const Type& type, const std::string& path,
+          std::vector<UnknownField>& out) {
+    if (!value.is_object() || type.preserveUnknownFields) return;
+    for (const auto& item : value.as_object()) {
+        const std::string where =
+            path.empty() ? std::string(item.key()) : path + "." + std::string(item.key());
+        if (const Field* field = findField(type, item.key())) {
+            walkField(item.value(), *field, where, out);
+        } else {
+            out.push_back({where, &type});
+        }
+    }
+}
+
+void drop(boost::json::value& value, const Type& type) {
+    if (!value.is_object() || type.preserveUnknownFields) return;
+    auto& object = value.as_object();
+    for (auto it = object.begin(); it != object.end();) {
+        const Field* field = findField(type, it->key());
+        if (!field) {
+            it = object.erase(it);
+            continue;
+        }
+        if (const Type* inner = typeAt(field->type)) {
+            boost::json::value& child = it->value();
+            if (field->kind == Kind::Object) {
+                drop(child, *inner);
+            } else if (field->kind == Kind::ObjectList && child.is_array()) {
+                for (auto& item : child.as_array()) drop(item, *inner);
+            } else if (field->kind == Kind::ObjectMap && child.is_object()) {
+                for (auto& item : child.as_object()) drop(item.value(), *inner);
+            }
+        }
+        ++it;
+    }
+}
+
+}  // namespace
+
+const Type* findType(std::string_view name) {
+    auto all = types();
+    auto found = std::lower_bound(all.begin(), all.end(), name,
+                                  [](const Type& type, std::string_view n) { return type.name < n; });
+    if (found != all.end() && found->name == name) return &*found;
+    for (const Type& type : all) {
+        if (type.name.ends_with(name) && type.name[type.name.size() - name.size() - 1] == '.') return &type;
+    }
+    return nullptr;
+}
+
+const Type* typeAt(int index) {
+    if (index < 0 || static_cast<std::size_t>(index) >= kTypeCount) return nullptr;
+    return &kTypes[index];
+}
+
+const Field* findField(const Type& type, std::string_view name) {
+    auto found = std::lower_bound(type.fields.begin(), type.fields.end(), name,
+                                  [](const Field& field, std::string_view n) { return field.name < n; });
+    return found != type.fields.end() && found->name == name ? &*found : nullptr;
+}
+
+std::vector<std::string> fieldNames(const Type& type) {
+    std::vector<std::string> names;
+    for (const Field& field : type.fields) names.emplace_back(field.name);
+    return names;
+}
+
+std::string_view shortName(const Type& type) {
+    std::size_t dot = type.name.rfind('.');
+    return dot == std::string_view::npos ? type.name : type.name.substr(dot + 1);
+}
+
+std::vector<UnknownField> unknownFields(const boost::json::value& value, const Type& type,
+                                        const std::string& prefix) {
+    std::vector<UnknownField> out;
+    walk(value, type, prefix, out);
+    return out;
+}
+
+void dropUnknownFields(boost::json::value& value, const Type& type) {
+    drop(value, type);
+}
+
+}  // namespace devlet::kube_schema
