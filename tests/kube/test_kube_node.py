@@ -1,0 +1,250 @@
+"""devlet on a real Kubernetes node: the pinned upstream kube-apiserver, scheduler,
+controller manager, kubelet and containerd (tests/kube/kube_cluster.py), the real devlet
+binary run as its unit runs it (`devlet run`, the packaged paths) in the node's mount
+namespace, and pods in real containers.
+
+The devices: the two demo debugEcho devices (capacity 2 each) and /dev/fuse through a
+udev rule (capacity 1), as Akri's own end-to-end tests use a device node every machine
+has. Skips, with the reason, where the cluster cannot run (not root, no cgroups); CI
+never does.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import kube_cluster  # noqa: E402
+from kube_cluster import ClusterError, wait_for  # noqa: E402
+
+DEVLET = os.environ.get("DEVLET_BINARY", "")
+FUSE_CONFIGURATION = """apiVersion: akri.sh/v0
+kind: Configuration
+metadata:
+  name: fuse
+spec:
+  discoveryHandler:
+    name: udev
+    discoveryDetails: |
+      udevRules:
+        - 'SUBSYSTEM=="misc", KERNEL=="fuse"'
+  capacity: 1
+"""
+
+
+def upstream_dir():
+    """The built components: $DEVLET_UPSTREAM_DIR, else what build-upstream builds (or has)."""
+    given = os.environ.get("DEVLET_UPSTREAM_DIR")
+    if given:
+        return given
+    result = subprocess.run([os.path.join(HERE, "build-upstream")], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise ClusterError(f"build-upstream failed:\n{result.stdout}{result.stderr}")
+    return result.stdout.strip().splitlines()[-1]
+
+
+class RealNode(unittest.TestCase):
+    cluster = None
+
+    @classmethod
+    def setUpClass(cls):
+        reason = kube_cluster.can_run_cluster()
+        if reason:
+            raise unittest.SkipTest(reason)
+        if not DEVLET:
+            raise unittest.SkipTest("DEVLET_BINARY is not set (meson sets it)")
+        upstream = upstream_dir()
+        log_dir = os.environ.get("DEVLET_E2E_LOGS") or os.path.join(os.getcwd(), "kube-e2e-logs")
+        shutil.rmtree(os.path.join(log_dir, "node"), ignore_errors=True)
+        cls.cluster = kube_cluster.Cluster("node", os.path.join(upstream, "bin"), os.path.join(upstream, "images"),
+                                           os.path.join(log_dir, "node"), nodes=["node-a"])
+        cls.node = cls.cluster.nodes[0]
+        try:
+            cls.cluster.start()
+            cls.write_devlet_files()
+            cls.start_devlet()
+        except BaseException:
+            cls.cluster.stop()
+            raise
+        print(f"cluster started in {cls.cluster.timings['cluster']:.1f} s", file=sys.stderr)
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.cluster:
+            cls.cluster.stop()
+
+    @classmethod
+    def write_devlet_files(cls):
+        etc = cls.node.bound["/etc/devlet"]
+        os.makedirs(os.path.join(etc, "conf.d"), exist_ok=True)
+        with open(os.path.join(etc, "devlet.yaml"), "w") as f:
+            f.write(f"nodeName: {cls.node.name}\nstatus:\n  listen: 127.0.0.1:0\nkubelet:\n"
+                    "  podResourcesIntervalSeconds: 1\n  slotReleaseGraceSeconds: 2\n")
+        examples = os.path.join(HERE, "..", "..", "examples", "conf.d")
+        shutil.copy(os.path.join(examples, "debug-echo.yaml"), os.path.join(etc, "conf.d", "debug-echo.yaml"))
+        with open(os.path.join(etc, "conf.d", "fuse.yaml"), "w") as f:
+            f.write(FUSE_CONFIGURATION)
+
+    @classmethod
+    def start_devlet(cls):
+        cls.node.devlet = kube_cluster.Process(f"devlet ({cls.node.name})", [DEVLET, "run"],
+                                               os.path.join(cls.node.logs, "devlet.log"),
+                                               namespace=cls.node.namespace)
+
+    # --- helpers ---
+
+    def node_resources(self, field="allocatable"):
+        node = self.cluster.get_json(f"/api/v1/nodes/{self.node.name}")
+        return {name: value for name, value in node["status"].get(field, {}).items() if name.startswith("akri.sh/")}
+
+    def wait_resources(self, expected, field="allocatable", deadline=90):
+        def match():
+            self.node.devlet.check_alive()
+            have = self.node_resources(field)
+            return all(have.get(name) == value for name, value in expected.items()) and have
+        return wait_for(f"{field} {expected}", match, deadline,
+                        on_timeout=lambda: f"\nnode has {self.node_resources(field)}\ndevlet log ends:\n"
+                                           f"{kube_cluster.log_tail(self.node.devlet.log_path)}")
+
+    def wait_fuse_free(self):
+        """The /dev/fuse slot free: offered through both of its resources."""
+        self.wait_resources({"akri.sh/fuse": "1", self.instance_resource("fuse"): "1"})
+
+    def instance_resource(self, configuration):
+        """The one instance-level resource of a configuration with one device."""
+        names = [name for name in self.node_resources("capacity") if name.startswith(f"akri.sh/{configuration}-")]
+        self.assertEqual(len(names), 1, names)
+        return names[0]
+
+    def create_pod(self, name, resources, command="sleep 3600"):
+        pod = {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "terminationGracePeriodSeconds": 1,
+                "containers": [{
+                    "name": "c", "image": kube_cluster.BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                    "command": ["sh", "-c", command],
+                    "resources": {"limits": resources},
+                }],
+            },
+        }
+        self.cluster.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
+        self.addCleanup(self.delete_pod, name)
+
+    def delete_pod(self, name):
+        self.cluster.kubectl("delete", "pod", name, "--ignore-not-found", "--wait=true", "--timeout=60s", check=False)
+
+    def pod(self, name):
+        return self.cluster.get_json(f"/api/v1/namespaces/default/pods/{name}")
+
+    def wait_running(self, name, deadline=120):
+        def running():
+            self.node.devlet.check_alive()
+            return self.pod(name)["status"].get("phase") == "Running"
+        return wait_for(f"pod {name} Running", running, deadline,
+                        on_timeout=lambda: f"\npod status: {json.dumps(self.pod(name).get('status'))}")
+
+    def wait_unschedulable(self, name, resource, deadline=60):
+        def unschedulable():
+            for condition in self.pod(name)["status"].get("conditions", []):
+                if condition["type"] == "PodScheduled" and condition["status"] == "False":
+                    return resource in condition.get("message", "") and condition["message"]
+            return False
+        return wait_for(f"pod {name} unschedulable for {resource}", unschedulable, deadline)
+
+    def logs(self, name):
+        return self.cluster.kubectl("logs", name, "-n", "default").stdout
+
+    # --- the tests ---
+
+    def test_1_node_shows_every_resource_in_capacity_and_allocatable(self):
+        fuse = {"akri.sh/fuse": "1"}
+        echo = {"akri.sh/akri-debug-echo": "4"}
+        self.wait_resources({**fuse, **echo}, field="capacity")
+        have = self.wait_resources({**fuse, **echo})
+        instance_level = {name: value for name, value in have.items() if name.startswith("akri.sh/akri-debug-echo-")}
+        self.assertEqual(sorted(instance_level.values()), ["2", "2"], have)
+        self.assertEqual(have[self.instance_resource("fuse")], "1")
+
+    def test_2_pod_runs_with_the_device_node_akris_environment_and_the_live_file(self):
+        self.wait_fuse_free()
+        self.create_pod("fuse-user", {"akri.sh/fuse": "1"},
+                        "ls -l /dev/fuse; env | sort; cat \"$DEVLET_INFO_FILE\"; echo; echo done; sleep 3600")
+        self.wait_running("fuse-user")
+        output = wait_for("the pod's output", lambda: "done" in self.logs("fuse-user") and self.logs("fuse-user"), 60)
+        self.assertRegex(output, r"c[rw-]{9} .* 10, +229 .*/dev/fuse")
+        self.assertIn("UDEV_DEVNODE=/dev/fuse", output)
+        self.assertIn("UDEV_DEVPATH=/devices/virtual/misc/fuse", output)
+        self.assertIn("DEVLET_INFO_FILE=/run/devlet/info/devices.json", output)
+        live = json.loads(output[output.index("{"):output.rindex("}") + 1])
+        self.assertIn("fuse", json.dumps(live))
+
+    def test_3_pod_over_capacity_stays_pending_and_runs_when_the_slot_is_free(self):
+        instance = self.instance_resource("fuse")
+        self.wait_fuse_free()
+        self.create_pod("first", {"akri.sh/fuse": "1"})
+        self.wait_running("first")
+        # The one slot is shared: taken through the configuration-level resource, the
+        # instance-level one has none left either.
+        self.wait_resources({instance: "0"})
+        self.create_pod("second", {"akri.sh/fuse": "1"})
+        self.create_pod("by-instance", {instance: "1"})
+        message = self.wait_unschedulable("second", "akri.sh/fuse")
+        self.assertIn("Insufficient akri.sh/fuse", message)
+        self.wait_unschedulable("by-instance", instance)
+        self.delete_pod("first")
+        wait_for("one of the waiting pods to run", lambda: [
+            name for name in ("second", "by-instance") if self.pod(name)["status"].get("phase") == "Running"], 120)
+        time.sleep(3)
+        running = [name for name in ("second", "by-instance") if self.pod(name)["status"].get("phase") == "Running"]
+        self.assertEqual(len(running), 1, running)
+
+    def test_4_kubelet_restart_with_pods_running_gives_nothing_twice(self):
+        self.wait_fuse_free()
+        self.create_pod("holder", {"akri.sh/fuse": "1"})
+        self.wait_running("holder")
+        registrations = self.devlet_log().count("device plugin(s) registered with the kubelet")
+        self.node.kubelet.stop()
+        self.node.start_kubelet()
+        wait_for("devlet to register again", lambda: self.devlet_log().count("device plugin(s) registered with the kubelet")
+                 > registrations, 90, on_timeout=lambda: "\n" + kube_cluster.log_tail(self.node.devlet.log_path))
+        self.node.wait_ready()
+        instance = self.instance_resource("fuse")
+        self.wait_resources({"akri.sh/fuse": "1", instance: "0"})
+        self.create_pod("after-restart", {"akri.sh/fuse": "1"})
+        self.wait_unschedulable("after-restart", "akri.sh/fuse")
+        self.assertEqual(self.pod("holder")["status"]["phase"], "Running")
+
+    def test_5_devlet_killed_and_restarted_keeps_the_pods_devices(self):
+        self.wait_fuse_free()
+        self.create_pod("kept", {"akri.sh/fuse": "1"})
+        self.wait_running("kept")
+        self.node.devlet.stop(sig=signal.SIGKILL)
+        self.start_devlet()
+        instance = self.instance_resource("fuse")
+        self.wait_resources({"akri.sh/fuse": "1", instance: "0"})
+        self.create_pod("not-twice", {"akri.sh/fuse": "1"})
+        self.wait_unschedulable("not-twice", "akri.sh/fuse")
+        self.assertEqual(self.pod("kept")["status"]["phase"], "Running")
+
+    def devlet_log(self):
+        with open(self.node.devlet.log_path, errors="replace") as f:
+            return f.read()
+
+
+if __name__ == "__main__":
+    reason = kube_cluster.can_run_cluster()
+    if reason:
+        print(f"SKIP: {reason}")
+        sys.exit(77)
+    # urllib's TLS sockets closed by the collector are not the tests' concern.
+    warnings.simplefilter("ignore", ResourceWarning)
+    unittest.main(verbosity=2, warnings="ignore")
