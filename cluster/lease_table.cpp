@@ -70,8 +70,19 @@ void LeaseTable::nodeLeaseConfirmed(const Lease& written, Clock::time_point sent
     seen(written, now);
     // Answered after the last confirmation stopped vouching: another node may have seen
     // this node's Lease lapse in between, so what was held before is not vouched for.
-    if (run(now) == 0 || anew) ++run_;
+    if (run(now) == 0 || anew) {
+        ++run_;
+        restartOthersClocks(now);
+    }
     trustedUntil_ = std::max(trustedUntil_.value_or(sent), sent + trust_);
+}
+
+void LeaseTable::restartOthersClocks(Clock::time_point now) {
+    for (auto* known : {&slots_, &nodes_}) {
+        for (auto& [name, seen] : *known) {
+            if (seen.lease.holder != node_) seen.changed = std::max(seen.changed, now);
+        }
+    }
 }
 
 void LeaseTable::slotConfirmed(const Lease& written, std::uint64_t runAtSend, Clock::time_point now) {

@@ -11,6 +11,10 @@
 // from when it saw the change: another node's renewTime is never compared with this
 // node's clock, so skewed clocks cannot make a held slot look free. Before it takes such a
 // slot over, the node reads the holder's node Lease once more (TakeOver::holderLease).
+// Only time this node could see counts: while its own run of confirmations was broken it
+// saw nothing, so a new run starts every other node's clock again. An API server that was
+// down for everyone (restarted, upgraded) thus frees no slot: each holder has a whole
+// duration after the API returns to renew, as it had before.
 //
 // This node's own hold counts only while the API has confirmed it: a slot Lease it wrote
 // in the current run of confirmations of its node Lease, each answered less than `trust`
@@ -118,6 +122,9 @@ private:
         bool vanished = false;
     };
     static Clock::time_point lapsesAt(const Seen& seen);
+    // A new run of this node's confirmations: what others did while it could not see
+    // counts from now.
+    void restartOthersClocks(Clock::time_point now);
     // When another node's hold of the slot lapses: its own Lease and its holder's node
     // Lease both unchanged for their durations.
     Clock::time_point slotLapsesAt(const Seen& slot) const;

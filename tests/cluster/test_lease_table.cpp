@@ -132,6 +132,28 @@ TEST(LeaseTable, ASlotLastsWhileItsHoldersNodeLeaseIsRenewed) {
     EXPECT_TRUE(table.renewedSince(std::nullopt, nodeLease("node-b", "r2", "4")));
 }
 
+// The API server down for everyone (restarted): this node saw nothing while its own run
+// was broken, so the holder gets a whole duration after the API returns to renew, as it
+// had before. Found on a real API server: a holder still failing its first renewals (the
+// server's RBAC warming up) lost its slot the moment another node came back.
+TEST(LeaseTable, AnOutageThisNodeCouldNotSeeThroughFreesNoSlot) {
+    LeaseTable table("node-a", kTrust);
+    table.nodeLeaseConfirmed(nodeLease("node-a", "a0", "1"), t0, t0 + 10ms);
+    table.seen(lease("node-b", "2026-11-25T10:00:00.000000Z", "2"), t0);
+    table.seen(nodeLease("node-b", "r0", "3"), t0);
+    // The API is down from t0 + 1 s to t0 + 40 s: no confirmation, no renewal seen.
+    EXPECT_FALSE(table.confirmed(t0 + 20s));
+    table.nodeLeaseConfirmed(nodeLease("node-a", "a1", "4"), t0 + 40s, t0 + 40100ms);
+    ASSERT_TRUE(table.confirmed(t0 + 41s));
+    EXPECT_EQ(table.decide("cams-4294ea-0", t0 + 41s).kind, Kind::HeldElsewhere);
+    EXPECT_EQ(table.decide("cams-4294ea-0", t0 + 54s).kind, Kind::HeldElsewhere);
+    // Still not renewed a whole duration after this node could see again: lapsed.
+    table.nodeLeaseConfirmed(nodeLease("node-a", "a2", "5"), t0 + 45s, t0 + 45100ms);
+    table.nodeLeaseConfirmed(nodeLease("node-a", "a3", "6"), t0 + 50s, t0 + 50100ms);
+    table.nodeLeaseConfirmed(nodeLease("node-a", "a4", "7"), t0 + 55s, t0 + 55100ms);
+    EXPECT_EQ(table.decide("cams-4294ea-0", t0 + 56s).kind, Kind::TakeOver);
+}
+
 // Node Leases are not slots: not counted, never offered or taken.
 TEST(LeaseTable, NodeLeasesAreNotSlots) {
     LeaseTable table("node-a", kTrust);
