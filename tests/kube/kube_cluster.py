@@ -26,6 +26,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 import urllib.request
 import zlib
@@ -597,7 +598,7 @@ class Cluster:
             # A test's data need not survive a power cut; the API does not change.
             "--unsafe-no-fsync",
         ], "etcd.log")
-        self.apiserver = self._start("kube-apiserver", [
+        self.apiserver_args = [
             os.path.join(b, "kube-apiserver"),
             "--etcd-servers", f"http://127.0.0.1:{self.etcd_port}",
             "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
@@ -618,14 +619,9 @@ class Cluster:
             "--allow-privileged=true",
             "--feature-gates", FEATURE_GATES,
             "--v", "1",
-        ], "kube-apiserver.log")
-
-        def healthy():
-            self.etcd.check_alive()
-            self.apiserver.check_alive()
-            return self.get("/readyz", timeout=5).strip() == "ok"
-        wait_for("kube-apiserver /readyz", healthy, 120,
-                 on_timeout=lambda: f"\nkube-apiserver log ends:\n{log_tail(self.apiserver.log_path)}")
+        ]
+        self.apiserver = self._start("kube-apiserver", self.apiserver_args, "kube-apiserver.log")
+        self._wait_apiserver()
         cm_kubeconfig = self.write_kubeconfig(os.path.join(self.state_dir, "controller-manager.kubeconfig"),
                                               "controller-manager")
         self.controller_manager = self._start("kube-controller-manager", [
@@ -655,6 +651,22 @@ class Cluster:
             "get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0, 120,
             on_timeout=lambda: f"\nkube-controller-manager log ends:\n{log_tail(self.controller_manager.log_path)}")
 
+    def _wait_apiserver(self):
+        def healthy():
+            self.etcd.check_alive()
+            self.apiserver.check_alive()
+            return self.get("/readyz", timeout=5).strip() == "ok"
+        wait_for("kube-apiserver /readyz", healthy, 120,
+                 on_timeout=lambda: f"\nkube-apiserver log ends:\n{log_tail(self.apiserver.log_path)}")
+
+    def restart_apiserver(self):
+        """Stops the API server (SIGTERM, as a restarted service is) and starts it again on
+        the same port and storage; returns once it is ready."""
+        self.apiserver.stop()
+        self.processes.remove(self.apiserver)
+        self.apiserver = self._start("kube-apiserver", self.apiserver_args, "kube-apiserver.log")
+        self._wait_apiserver()
+
     def stop(self):
         for node in self.nodes:
             node.stop()
@@ -669,3 +681,24 @@ class Cluster:
             os.rmdir(os.path.dirname(self.state_dir))
         except OSError:
             pass
+
+
+def stop_or_keep(cluster):
+    """Stops the cluster, or with DEVLET_E2E_KEEP=1 leaves it running for debugging and says
+    how to reach it and how to remove it."""
+    if os.environ.get("DEVLET_E2E_KEEP") != "1":
+        cluster.stop()
+        return
+    print(f"\nDEVLET_E2E_KEEP=1: cluster {cluster.name} left running.\n"
+          f"  kubectl: {os.path.join(cluster.bin_dir, 'kubectl')} --kubeconfig {cluster.admin_kubeconfig}\n"
+          f"  a node's view: nsenter --mount={cluster.state_dir}/ns/<node> -- sh\n"
+          f"  logs: {cluster.log_dir}\n"
+          f"  remove it: python3 {os.path.abspath(__file__)} clean {cluster.name} "
+          + " ".join(node.name for node in cluster.nodes), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "clean":
+        Cluster(sys.argv[2], "", "", "/tmp", nodes=sys.argv[3:] or ["node-a"]).clean_leftovers()
+    else:
+        sys.exit(f"usage: {sys.argv[0]} clean NAME [NODE...]: removes what a kept or killed cluster left")

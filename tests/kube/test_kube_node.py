@@ -3,9 +3,9 @@ controller manager, kubelet and containerd (tests/kube/kube_cluster.py), the rea
 binary run as its unit runs it (`devlet run`, the packaged paths) in the node's mount
 namespace, and pods in real containers.
 
-The devices: the two demo debugEcho devices (capacity 2 each) and /dev/fuse through a
-udev rule (capacity 1), as Akri's own end-to-end tests use a device node every machine
-has. Skips, with the reason, where the cluster cannot run (not root, no cgroups); CI
+The devices: the two demo debugEcho devices (capacity 2 each; the shipped example, its
+availability file switched to make them go offline) and /dev/fuse through a udev rule
+(capacity 1), as Akri's own end-to-end tests use a device node every machine has. Skips, with the reason, where the cluster cannot run (not root, no cgroups); CI
 never does.
 """
 
@@ -78,7 +78,7 @@ class RealNode(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         if cls.cluster:
-            cls.cluster.stop()
+            kube_cluster.stop_or_keep(cls.cluster)
 
     @classmethod
     def write_devlet_files(cls):
@@ -234,6 +234,23 @@ class RealNode(unittest.TestCase):
         self.create_pod("not-twice", {"akri.sh/fuse": "1"})
         self.wait_unschedulable("not-twice", "akri.sh/fuse")
         self.assertEqual(self.pod("kept")["status"]["phase"], "Running")
+
+    def test_6_device_gone_offline_is_unhealthy_to_the_kubelet(self):
+        echo = {"akri.sh/akri-debug-echo": "4"}
+        self.wait_resources(echo)
+        self.create_pod("echo-user", {"akri.sh/akri-debug-echo": "1"})
+        self.wait_running("echo-user")
+        availability = "/tmp/devlet-debug-echo-availability.txt"
+        self.addCleanup(lambda: os.path.exists(availability) and os.remove(availability))
+        with open(availability, "w") as f:
+            f.write("OFFLINE\n")
+        # Every slot Unhealthy: none allocatable, the capacity still counted.
+        self.wait_resources({"akri.sh/akri-debug-echo": "0"})
+        self.wait_resources(echo, field="capacity")
+        self.assertEqual(self.pod("echo-user")["status"]["phase"], "Running")
+        with open(availability, "w") as f:
+            f.write("")
+        self.wait_resources(echo)
 
     def devlet_log(self):
         with open(self.node.devlet.log_path, errors="replace") as f:
