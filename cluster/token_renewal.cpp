@@ -37,11 +37,7 @@ constexpr std::int64_t kLongestWait = 3600;
 
 TokenRenewal::TokenRenewal(boost::asio::io_context& loop, ApiClient& sender, std::vector<ApiClient*> users,
                            std::string kubeconfigPath)
-    : loop_(loop),
-      sender_(sender),
-      users_(std::move(users)),
-      kubeconfigPath_(std::move(kubeconfigPath)),
-      timer_(loop) {}
+    : sender_(sender), users_(std::move(users)), kubeconfigPath_(std::move(kubeconfigPath)), timer_(loop) {}
 
 TokenRenewal::~TokenRenewal() {
     stop();

@@ -66,7 +66,6 @@ private:
     void failed(const std::string& why);
     void changed();
 
-    boost::asio::io_context& loop_;
     ApiClient& sender_;
     std::vector<ApiClient*> users_;
     std::string kubeconfigPath_;

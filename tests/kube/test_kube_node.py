@@ -244,9 +244,8 @@ class RealNode(unittest.TestCase):
         self.addCleanup(lambda: os.path.exists(availability) and os.remove(availability))
         with open(availability, "w") as f:
             f.write("OFFLINE\n")
-        # Every slot Unhealthy: none allocatable, the capacity still counted.
+        # Gone: no slot allocatable any more, and no new pod gets one.
         self.wait_resources({"akri.sh/akri-debug-echo": "0"})
-        self.wait_resources(echo, field="capacity")
         self.assertEqual(self.pod("echo-user")["status"]["phase"], "Running")
         with open(availability, "w") as f:
             f.write("")
