@@ -224,7 +224,8 @@ TEST_F(ClusterTokenTest, ATokenExpiredAtStartIsNamedAsTheCause) {
         << daemon_->log();
     ASSERT_TRUE(eventually(
         [&] {
-            const json::value* e = cluster().if_contains("lastError");
+            const json::object c = cluster();
+            const json::value* e = c.if_contains("lastError");
             return e && e->is_string() && e->as_string().find("401") != std::string::npos &&
                    e->as_string().find("the kubeconfig's token expired at") != std::string::npos;
         },
