@@ -11,7 +11,6 @@ cluster cannot run (not root, no cgroups); CI never does.
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kube_cluster  # noqa: E402
 from kube_cluster import wait_for  # noqa: E402
-from test_kube_node import DEVLET, upstream_dir  # noqa: E402
+from test_kube_node import new_test_cluster, start_devlet  # noqa: E402
 
 SOURCE = os.path.normpath(os.path.join(HERE, "..", ".."))
 SHARED_CONFIGURATION = """apiVersion: akri.sh/v0
@@ -46,23 +45,13 @@ class ClusterMode(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        reason = kube_cluster.can_run_cluster()
-        if reason:
-            raise unittest.SkipTest(reason)
-        if not DEVLET:
-            raise unittest.SkipTest("DEVLET_BINARY is not set (meson sets it)")
-        upstream = upstream_dir()
-        log_dir = os.path.join(os.environ.get("DEVLET_E2E_LOGS") or os.path.join(os.getcwd(), "kube-e2e-logs"),
-                               "cluster")
-        shutil.rmtree(log_dir, ignore_errors=True)
-        cls.cluster = kube_cluster.Cluster("cluster", os.path.join(upstream, "bin"), os.path.join(upstream, "images"),
-                                           log_dir, nodes=["node-a", "node-b", "node-c"])
+        cls.cluster = new_test_cluster("cluster", ["node-a", "node-b", "node-c"])
         try:
             cls.cluster.start()
             cls.cluster.kubectl("apply", "-f", os.path.join(SOURCE, "packaging", "cluster", "rbac.yaml"))
             for node in cls.cluster.nodes:
                 cls.set_up_devlet(node)
-                cls.start_devlet(node)
+                start_devlet(node)
         except BaseException:
             cls.cluster.stop()
             raise
@@ -91,10 +80,6 @@ class ClusterMode(unittest.TestCase):
         with open(os.path.join(etc, "conf.d", "shared-echo.yaml"), "w") as f:
             f.write(SHARED_CONFIGURATION)
 
-    @classmethod
-    def start_devlet(cls, node):
-        node.devlet = kube_cluster.Process(f"devlet ({node.name})", [DEVLET, "run"],
-                                           os.path.join(node.logs, "devlet.log"), namespace=node.namespace)
 
     # --- helpers ---
 

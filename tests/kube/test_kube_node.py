@@ -50,26 +50,38 @@ def upstream_dir():
     return result.stdout.strip().splitlines()[-1]
 
 
+def new_test_cluster(name, nodes):
+    """A test class's cluster, not started: skips where none can run; its logs go to
+    $DEVLET_E2E_LOGS/<name> (emptied first)."""
+    reason = kube_cluster.can_run_cluster()
+    if reason:
+        raise unittest.SkipTest(reason)
+    if not DEVLET:
+        raise unittest.SkipTest("DEVLET_BINARY is not set (meson sets it)")
+    upstream = upstream_dir()
+    log_dir = os.path.join(os.environ.get("DEVLET_E2E_LOGS") or os.path.join(os.getcwd(), "kube-e2e-logs"), name)
+    shutil.rmtree(log_dir, ignore_errors=True)
+    return kube_cluster.Cluster(name, os.path.join(upstream, "bin"), os.path.join(upstream, "images"), log_dir,
+                                nodes=nodes)
+
+
+def start_devlet(node):
+    """`devlet run` in the node's mount namespace, as its unit runs it."""
+    node.devlet = kube_cluster.Process(f"devlet ({node.name})", [DEVLET, "run"],
+                                       os.path.join(node.logs, "devlet.log"), namespace=node.namespace)
+
+
 class RealNode(unittest.TestCase):
     cluster = None
 
     @classmethod
     def setUpClass(cls):
-        reason = kube_cluster.can_run_cluster()
-        if reason:
-            raise unittest.SkipTest(reason)
-        if not DEVLET:
-            raise unittest.SkipTest("DEVLET_BINARY is not set (meson sets it)")
-        upstream = upstream_dir()
-        log_dir = os.environ.get("DEVLET_E2E_LOGS") or os.path.join(os.getcwd(), "kube-e2e-logs")
-        shutil.rmtree(os.path.join(log_dir, "node"), ignore_errors=True)
-        cls.cluster = kube_cluster.Cluster("node", os.path.join(upstream, "bin"), os.path.join(upstream, "images"),
-                                           os.path.join(log_dir, "node"), nodes=["node-a"])
+        cls.cluster = new_test_cluster("node", ["node-a"])
         cls.node = cls.cluster.nodes[0]
         try:
             cls.cluster.start()
             cls.write_devlet_files()
-            cls.start_devlet()
+            start_devlet(cls.node)
         except BaseException:
             cls.cluster.stop()
             raise
@@ -92,11 +104,6 @@ class RealNode(unittest.TestCase):
         with open(os.path.join(etc, "conf.d", "fuse.yaml"), "w") as f:
             f.write(FUSE_CONFIGURATION)
 
-    @classmethod
-    def start_devlet(cls):
-        cls.node.devlet = kube_cluster.Process(f"devlet ({cls.node.name})", [DEVLET, "run"],
-                                               os.path.join(cls.node.logs, "devlet.log"),
-                                               namespace=cls.node.namespace)
 
     # --- helpers ---
 
@@ -228,7 +235,7 @@ class RealNode(unittest.TestCase):
         self.create_pod("kept", {"akri.sh/fuse": "1"})
         self.wait_running("kept")
         self.node.devlet.stop(sig=signal.SIGKILL)
-        self.start_devlet()
+        start_devlet(self.node)
         instance = self.instance_resource("fuse")
         self.wait_resources({"akri.sh/fuse": "1", instance: "0"})
         self.create_pod("not-twice", {"akri.sh/fuse": "1"})
