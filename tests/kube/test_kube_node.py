@@ -258,6 +258,47 @@ class RealNode(unittest.TestCase):
             f.write("")
         self.wait_resources(echo)
 
+    def test_7_deployment_scaled_up_and_down_leaks_no_slot_and_gives_none_twice(self):
+        # The autoscaler's pattern: replicas up past the capacity, down, up again, to zero.
+        capacity = 4
+        self.wait_resources({"akri.sh/akri-debug-echo": str(capacity)})
+        deployment = {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "echo-scale", "namespace": "default"},
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"app": "echo-scale"}},
+                "template": {
+                    "metadata": {"labels": {"app": "echo-scale"}},
+                    "spec": {"terminationGracePeriodSeconds": 0, "containers": [{
+                        "name": "c", "image": kube_cluster.BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                        "command": ["sleep", "3600"], "resources": {"limits": {"akri.sh/akri-debug-echo": "1"}}}]},
+                },
+            },
+        }
+        self.cluster.kubectl("apply", "-f", "-", stdin=json.dumps(deployment))
+        self.addCleanup(self.cluster.kubectl, "delete", "deployment", "echo-scale", "--ignore-not-found",
+                        "--wait=true", "--timeout=60s", check=False)
+        most_running = 0
+
+        def running_pods():
+            nonlocal most_running
+            items = self.cluster.get_json("/api/v1/namespaces/default/pods?labelSelector=app%3Decho-scale")["items"]
+            running = [p for p in items if p["status"].get("phase") == "Running"]
+            most_running = max(most_running, len(running))
+            self.assertLessEqual(len(running), capacity, "more pods run than there are slots")
+            return [p for p in running if not p["metadata"].get("deletionTimestamp")]
+
+        for replicas in (6, 1, 4, 0, 5, 2, 0, capacity):
+            self.cluster.kubectl("scale", "deployment", "echo-scale", f"--replicas={replicas}")
+            want = min(replicas, capacity)
+            wait_for(f"{want} of {replicas} replicas running", lambda: len(running_pods()) == want, 180,
+                     on_timeout=lambda: f"\nrunning: {len(running_pods())}\n"
+                                        f"{kube_cluster.log_tail(self.node.devlet.log_path)}")
+        # Back at the capacity after all that: every slot came back, none was lost.
+        self.assertEqual(len(running_pods()), capacity)
+        self.assertEqual(most_running, capacity)
+
     def devlet_log(self):
         with open(self.node.devlet.log_path, errors="replace") as f:
             return f.read()
