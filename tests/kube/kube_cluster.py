@@ -659,13 +659,19 @@ class Cluster:
         wait_for("kube-apiserver /readyz", healthy, 120,
                  on_timeout=lambda: f"\nkube-apiserver log ends:\n{log_tail(self.apiserver.log_path)}")
 
-    def restart_apiserver(self):
-        """Stops the API server (SIGTERM, as a restarted service is) and starts it again on
-        the same port and storage; returns once it is ready."""
+    def stop_apiserver(self):
+        """Stops the API server (SIGTERM, as a stopped service is); etcd keeps the state."""
         self.apiserver.stop()
         self.processes.remove(self.apiserver)
+
+    def start_apiserver(self):
+        """Starts the API server again on the same port and storage; returns once it is ready."""
         self.apiserver = self._start("kube-apiserver", self.apiserver_args, "kube-apiserver.log")
         self._wait_apiserver()
+
+    def restart_apiserver(self):
+        self.stop_apiserver()
+        self.start_apiserver()
 
     def stop(self):
         for node in self.nodes:

@@ -230,6 +230,33 @@ class RealNode(unittest.TestCase):
         self.wait_unschedulable("after-restart", "akri.sh/fuse")
         self.assertEqual(self.pod("holder")["status"]["phase"], "Running")
 
+    def test_4b_kubelet_restarted_while_the_api_server_is_down_keeps_the_hold(self):
+        # The kubelet comes back without its API server: PodResources lists no pod until it
+        # can read them again. devlet must not take that for the pods being gone.
+        self.wait_fuse_free()
+        self.create_pod("partitioned", {"akri.sh/fuse": "1"})
+        self.wait_running("partitioned")
+        self.cluster.stop_apiserver()
+        try:
+            registrations = self.devlet_log().count("device plugin(s) registered with the kubelet")
+            self.node.kubelet.stop()
+            self.node.start_kubelet()
+            wait_for("devlet to register with the kubelet again", lambda: self.devlet_log().count(
+                "device plugin(s) registered with the kubelet") > registrations, 90)
+            # Several release grace periods (2 s here) pass without the API server.
+            time.sleep(10)
+            self.node.kubelet.check_alive()
+            self.assertNotIn("released (default/partitioned)", self.devlet_log())
+        finally:
+            self.cluster.start_apiserver()
+        self.node.wait_ready()
+        instance = self.instance_resource("fuse")
+        self.wait_resources({"akri.sh/fuse": "1", instance: "0"})
+        self.create_pod("not-while-held", {"akri.sh/fuse": "1"})
+        self.wait_unschedulable("not-while-held", "akri.sh/fuse")
+        self.assertEqual(self.pod("partitioned")["status"]["phase"], "Running")
+        self.assertNotIn("released (default/partitioned)", self.devlet_log())
+
     def test_5_devlet_killed_and_restarted_keeps_the_pods_devices(self):
         self.wait_fuse_free()
         self.create_pod("kept", {"akri.sh/fuse": "1"})
