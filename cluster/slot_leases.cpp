@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 
+#include "cluster/service_account_token.h"
 #include "runtime/log.h"
 
 namespace devlet::kube {
@@ -22,16 +23,6 @@ bool validLeaseName(const std::string& name) {
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
     }
     return name.front() != '-' && name.back() != '-';
-}
-
-// "2026-11-27T02:22:47Z", for a time said in a message.
-std::string utcTime(std::int64_t ms) {
-    const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-    std::tm utc{};
-    ::gmtime_r(&seconds, &utc);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    return text;
 }
 
 std::string instanceOf(const std::string& slotId) {
@@ -132,7 +123,8 @@ std::string SlotLeases::unavailableReason() const {
         // Said the same way until the next confirmation: it is logged once, not per second.
         why = "the Kubernetes API has not confirmed this node's Lease " + options_.namespaceName + "/" +
               nodeLease_ + " in time";
-        if (state_.lastConfirmedMs) why += " (last confirmed " + utcTime(state_.lastConfirmedMs) + ")";
+        if (state_.lastConfirmedMs)
+            why += " (last confirmed " + formatUnixTime(state_.lastConfirmedMs / 1000) + ")";
         if (!renewProblem_.empty()) why += " (" + renewProblem_ + ")";
         return why;
     }
