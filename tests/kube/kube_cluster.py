@@ -513,8 +513,12 @@ class Cluster:
             raise ClusterError(f"kubectl {' '.join(map(str, args))} failed: {result.stdout}{result.stderr}")
         return result
 
+    def ca_context(self):
+        """Trusts the cluster's CA; no client certificate."""
+        return ssl.create_default_context(cafile=self.pki("ca.crt"))
+
     def _ssl_context(self):
-        context = ssl.create_default_context(cafile=self.pki("ca.crt"))
+        context = self.ca_context()
         context.load_cert_chain(self.pki("admin.crt"), self.pki("admin.key"))
         return context
 

@@ -40,6 +40,19 @@ spec:
 RESOURCE = "akri.sh/shared-echo"
 
 
+def write_node_kubeconfig(cluster, node, token_file=None):
+    """The node's /etc/devlet/kubeconfig, written by the packaged script with the administrator's
+    kubectl (a token of its own, or the one in token_file)."""
+    kubectl = f"{os.path.join(cluster.bin_dir, 'kubectl')} --kubeconfig {cluster.admin_kubeconfig}"
+    args = [os.path.join(SOURCE, "packaging", "cluster", "node-kubeconfig"), "--kubectl", kubectl]
+    if token_file:
+        args += ["--token-file", token_file]
+    result = subprocess.run(args + [os.path.join(node.bound["/etc/devlet"], "kubeconfig")],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise kube_cluster.ClusterError(f"node-kubeconfig failed: {result.stdout}{result.stderr}")
+
+
 class ClusterMode(unittest.TestCase):
     cluster = None
 
@@ -66,13 +79,7 @@ class ClusterMode(unittest.TestCase):
     def set_up_devlet(cls, node):
         etc = node.bound["/etc/devlet"]
         os.makedirs(os.path.join(etc, "conf.d"), exist_ok=True)
-        # The packaged script, with the administrator's kubectl, writes the node's kubeconfig.
-        kubectl = f"{os.path.join(cls.cluster.bin_dir, 'kubectl')} --kubeconfig {cls.cluster.admin_kubeconfig}"
-        kubeconfig = os.path.join(etc, "kubeconfig")
-        result = subprocess.run([os.path.join(SOURCE, "packaging", "cluster", "node-kubeconfig"), "--kubectl",
-                                 kubectl, kubeconfig], capture_output=True, text=True)
-        if result.returncode != 0:
-            raise kube_cluster.ClusterError(f"node-kubeconfig failed: {result.stdout}{result.stderr}")
+        write_node_kubeconfig(cls.cluster, node)
         with open(os.path.join(etc, "devlet.yaml"), "w") as f:
             f.write(f"nodeName: {node.name}\nstatus:\n  listen: 127.0.0.1:0\nkubelet:\n"
                     "  podResourcesIntervalSeconds: 1\n  slotReleaseGraceSeconds: 2\n"

@@ -734,10 +734,11 @@ private:
         if (auth.starts_with("Bearer ")) {
             identity = tokens_.find(auth.substr(7));
             if (identity) user = identity->user;
-            // A token the double issued (TokenRequest) until it expires, with the rules of
+            // A token the double issued (TokenRequest) until a minute after it expires (the
+            // API server validates exp with go-jose's leeway of one minute), with the rules of
             // its ServiceAccount's line in the tokens file (none: every right).
             if (auto it = issued_.find(auth.substr(7)); !identity && it != issued_.end()) {
-                if (std::chrono::system_clock::now() < it->second.expires) {
+                if (std::chrono::system_clock::now() < it->second.expires + std::chrono::minutes(1)) {
                     user = it->second.user;
                     identity = tokens_.findUser(user);
                     if (!identity) identity = &it->second.identity;
