@@ -824,7 +824,18 @@ ResourceState Inventory::buildResource(const ConfigurationState& c, const Instan
         state.devices.reserve(c.instances.size() *
                               static_cast<std::size_t>(std::max(c.configuration.capacity, 0)));
         for (const auto& [name, i] : c.instances) {
-            if (i.offered) add(i, state.resource);
+            if (i.offered) {
+                add(i, state.resource);
+                continue;
+            }
+            // Withdrawn, but a pod still holds a slot through this resource: listed Unhealthy
+            // until it is released. The kubelet reports a device it no longer lists as Healthy
+            // in the pod's allocatedResourcesStatus; listed, it says Unhealthy.
+            for (int k = 0; k < i.slotCount; ++k) {
+                const Slot* slot = ledger_.holder(i.name, k);
+                if (slot && slot->holderResource == state.resource)
+                    state.devices.push_back({slotId(i.name, k), false, i.device.numaNode});
+            }
         }
     }
     return state;

@@ -167,6 +167,11 @@ class RealNode(unittest.TestCase):
             return False
         return wait_for(f"pod {name} unschedulable for {resource}", unschedulable, deadline)
 
+    def device_health(self, name):
+        """The health the kubelet reports for each device of the pod's containers."""
+        return [resource["health"] for container in self.pod(name)["status"].get("containerStatuses", [])
+                for status in container.get("allocatedResourcesStatus", []) for resource in status["resources"]]
+
     def logs(self, name):
         return self.cluster.kubectl("logs", name, "-n", "default").stdout
 
@@ -278,12 +283,16 @@ class RealNode(unittest.TestCase):
         self.addCleanup(lambda: os.path.exists(availability) and os.remove(availability))
         with open(availability, "w") as f:
             f.write("OFFLINE\n")
-        # Gone: no slot allocatable any more, and no new pod gets one.
+        # Gone: no slot allocatable any more, and no new pod gets one; the running pod's
+        # status shows its device Unhealthy (the kubelet's allocatedResourcesStatus).
         self.wait_resources({"akri.sh/akri-debug-echo": "0"})
+        wait_for("the pod's device Unhealthy", lambda: self.device_health("echo-user") == ["Unhealthy"], 60,
+                 on_timeout=lambda: f"\npod status: {json.dumps(self.pod('echo-user')['status'])}")
         self.assertEqual(self.pod("echo-user")["status"]["phase"], "Running")
         with open(availability, "w") as f:
             f.write("")
         self.wait_resources(echo)
+        wait_for("the pod's device Healthy again", lambda: self.device_health("echo-user") == ["Healthy"], 60)
 
     def test_7_deployment_scaled_up_and_down_leaks_no_slot_and_gives_none_twice(self):
         # The autoscaler's pattern: replicas up past the capacity, down, up again, to zero.

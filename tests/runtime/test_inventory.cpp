@@ -846,6 +846,9 @@ TEST_F(InventoryTest, WithdrawnDeviceKeepsHeldSlotUntilReleased) {
     inventory().reportSnapshot("echo", {echoDevice("foo1")});
     EXPECT_EQ(observer_.withdrawn, (std::set<std::string>{kFoo0Il}));
     EXPECT_EQ(holder("echo-8120fe-0"), kCl);
+    // The held slot stays in the list it is held through, Unhealthy, so that the kubelet
+    // shows the pod's device Unhealthy; the free one is gone.
+    EXPECT_EQ(health(kCl), (std::map<std::string, bool>{{"echo-8120fe-0", false}, {"echo-a19705-0", true}}));
 
     // Back before the pod is gone: the same slot, still held.
     inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
@@ -858,6 +861,15 @@ TEST_F(InventoryTest, WithdrawnDeviceKeepsHeldSlotUntilReleased) {
     inventory().reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(holder("echo-8120fe-0"), "<no such slot>");
     EXPECT_EQ(inventory_->view()[0].instances.size(), 1u);
+    EXPECT_EQ(health(kCl), (std::map<std::string, bool>{{"echo-a19705-0", true}}));
+}
+
+TEST_F(InventoryTest, WithdrawnDeviceHeldThroughItsOwnResourceLeavesTheConfigurationList) {
+    setUpEcho(1);
+    allocateOk(kFoo0Il, {"echo-8120fe-0"});
+    inventory().reportSnapshot("echo", {echoDevice("foo1")});
+    EXPECT_EQ(observer_.withdrawn, (std::set<std::string>{kFoo0Il}));
+    EXPECT_EQ(health(kCl), (std::map<std::string, bool>{{"echo-a19705-0", true}}));
 }
 
 // --- reconciling with PodResources ---------------------------------------------------
