@@ -14,938 +14,938 @@ const char kSourceVersion[] = "v1.36.3";
 namespace {
 // io.k8s.api.batch.v1.JobSpec
 constexpr Field kFields0[] = {
-    {"activeDeadlineSeconds", Kind::Scalar, -1},
-    {"backoffLimit", Kind::Scalar, -1},
-    {"backoffLimitPerIndex", Kind::Scalar, -1},
-    {"completionMode", Kind::Scalar, -1},
-    {"completions", Kind::Scalar, -1},
-    {"managedBy", Kind::Scalar, -1},
-    {"manualSelector", Kind::Scalar, -1},
-    {"maxFailedIndexes", Kind::Scalar, -1},
-    {"parallelism", Kind::Scalar, -1},
-    {"podFailurePolicy", Kind::Object, 1},
-    {"podReplacementPolicy", Kind::Scalar, -1},
-    {"selector", Kind::Object, 116},
-    {"successPolicy", Kind::Object, 5},
-    {"suspend", Kind::Scalar, -1},
-    {"template", Kind::Object, 78},
-    {"ttlSecondsAfterFinished", Kind::Scalar, -1},
+    {"activeDeadlineSeconds", Kind::Scalar, -1, ""},
+    {"backoffLimit", Kind::Scalar, -1, ""},
+    {"backoffLimitPerIndex", Kind::Scalar, -1, ""},
+    {"completionMode", Kind::Scalar, -1, ""},
+    {"completions", Kind::Scalar, -1, ""},
+    {"managedBy", Kind::Scalar, -1, ""},
+    {"manualSelector", Kind::Scalar, -1, ""},
+    {"maxFailedIndexes", Kind::Scalar, -1, ""},
+    {"parallelism", Kind::Scalar, -1, ""},
+    {"podFailurePolicy", Kind::Object, 1, ""},
+    {"podReplacementPolicy", Kind::Scalar, -1, ""},
+    {"selector", Kind::Object, 116, ""},
+    {"successPolicy", Kind::Object, 5, ""},
+    {"suspend", Kind::Scalar, -1, ""},
+    {"template", Kind::Object, 78, ""},
+    {"ttlSecondsAfterFinished", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.batch.v1.PodFailurePolicy
 constexpr Field kFields1[] = {
-    {"rules", Kind::ObjectList, 4},
+    {"rules", Kind::ObjectList, 4, ""},
 };
 // io.k8s.api.batch.v1.PodFailurePolicyOnExitCodesRequirement
 constexpr Field kFields2[] = {
-    {"containerName", Kind::Scalar, -1},
-    {"operator", Kind::Scalar, -1},
-    {"values", Kind::ScalarList, -1},
+    {"containerName", Kind::Scalar, -1, ""},
+    {"operator", Kind::Scalar, -1, ""},
+    {"values", Kind::ScalarList, -1, ""},
 };
 // io.k8s.api.batch.v1.PodFailurePolicyOnPodConditionsPattern
 constexpr Field kFields3[] = {
-    {"status", Kind::Scalar, -1},
-    {"type", Kind::Scalar, -1},
+    {"status", Kind::Scalar, -1, ""},
+    {"type", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.batch.v1.PodFailurePolicyRule
 constexpr Field kFields4[] = {
-    {"action", Kind::Scalar, -1},
-    {"onExitCodes", Kind::Object, 2},
-    {"onPodConditions", Kind::ObjectList, 3},
+    {"action", Kind::Scalar, -1, ""},
+    {"onExitCodes", Kind::Object, 2, ""},
+    {"onPodConditions", Kind::ObjectList, 3, ""},
 };
 // io.k8s.api.batch.v1.SuccessPolicy
 constexpr Field kFields5[] = {
-    {"rules", Kind::ObjectList, 6},
+    {"rules", Kind::ObjectList, 6, ""},
 };
 // io.k8s.api.batch.v1.SuccessPolicyRule
 constexpr Field kFields6[] = {
-    {"succeededCount", Kind::Scalar, -1},
-    {"succeededIndexes", Kind::Scalar, -1},
+    {"succeededCount", Kind::Scalar, -1, ""},
+    {"succeededIndexes", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.AWSElasticBlockStoreVolumeSource
 constexpr Field kFields7[] = {
-    {"fsType", Kind::Scalar, -1},
-    {"partition", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
-    {"volumeID", Kind::Scalar, -1},
+    {"fsType", Kind::Scalar, -1, ""},
+    {"partition", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"volumeID", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.Affinity
 constexpr Field kFields8[] = {
-    {"nodeAffinity", Kind::Object, 56},
-    {"podAffinity", Kind::Object, 65},
-    {"podAntiAffinity", Kind::Object, 67},
+    {"nodeAffinity", Kind::Object, 56, ""},
+    {"podAffinity", Kind::Object, 65, ""},
+    {"podAntiAffinity", Kind::Object, 67, ""},
 };
 // io.k8s.api.core.v1.AppArmorProfile
 constexpr Field kFields9[] = {
-    {"localhostProfile", Kind::Scalar, -1},
-    {"type", Kind::Scalar, -1},
+    {"localhostProfile", Kind::Scalar, -1, ""},
+    {"type", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.AzureDiskVolumeSource
 constexpr Field kFields10[] = {
-    {"cachingMode", Kind::Scalar, -1},
-    {"diskName", Kind::Scalar, -1},
-    {"diskURI", Kind::Scalar, -1},
-    {"fsType", Kind::Scalar, -1},
-    {"kind", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
+    {"cachingMode", Kind::Scalar, -1, ""},
+    {"diskName", Kind::Scalar, -1, ""},
+    {"diskURI", Kind::Scalar, -1, ""},
+    {"fsType", Kind::Scalar, -1, ""},
+    {"kind", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.AzureFileVolumeSource
 constexpr Field kFields11[] = {
-    {"readOnly", Kind::Scalar, -1},
-    {"secretName", Kind::Scalar, -1},
-    {"shareName", Kind::Scalar, -1},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"secretName", Kind::Scalar, -1, ""},
+    {"shareName", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.CSIVolumeSource
 constexpr Field kFields12[] = {
-    {"driver", Kind::Scalar, -1},
-    {"fsType", Kind::Scalar, -1},
-    {"nodePublishSecretRef", Kind::Object, 54},
-    {"readOnly", Kind::Scalar, -1},
-    {"volumeAttributes", Kind::Map, -1},
+    {"driver", Kind::Scalar, -1, ""},
+    {"fsType", Kind::Scalar, -1, ""},
+    {"nodePublishSecretRef", Kind::Object, 54, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"volumeAttributes", Kind::Map, -1, ""},
 };
 // io.k8s.api.core.v1.Capabilities
 constexpr Field kFields13[] = {
-    {"add", Kind::ScalarList, -1},
-    {"drop", Kind::ScalarList, -1},
+    {"add", Kind::ScalarList, -1, ""},
+    {"drop", Kind::ScalarList, -1, ""},
 };
 // io.k8s.api.core.v1.CephFSVolumeSource
 constexpr Field kFields14[] = {
-    {"monitors", Kind::ScalarList, -1},
-    {"path", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
-    {"secretFile", Kind::Scalar, -1},
-    {"secretRef", Kind::Object, 54},
-    {"user", Kind::Scalar, -1},
+    {"monitors", Kind::ScalarList, -1, ""},
+    {"path", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"secretFile", Kind::Scalar, -1, ""},
+    {"secretRef", Kind::Object, 54, ""},
+    {"user", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.CinderVolumeSource
 constexpr Field kFields15[] = {
-    {"fsType", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
-    {"secretRef", Kind::Object, 54},
-    {"volumeID", Kind::Scalar, -1},
+    {"fsType", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"secretRef", Kind::Object, 54, ""},
+    {"volumeID", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ClientIPConfig
 constexpr Field kFields16[] = {
-    {"timeoutSeconds", Kind::Scalar, -1},
+    {"timeoutSeconds", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ClusterTrustBundleProjection
 constexpr Field kFields17[] = {
-    {"labelSelector", Kind::Object, 116},
-    {"name", Kind::Scalar, -1},
-    {"optional", Kind::Scalar, -1},
-    {"path", Kind::Scalar, -1},
-    {"signerName", Kind::Scalar, -1},
+    {"labelSelector", Kind::Object, 116, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"optional", Kind::Scalar, -1, ""},
+    {"path", Kind::Scalar, -1, ""},
+    {"signerName", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ConfigMapEnvSource
 constexpr Field kFields18[] = {
-    {"name", Kind::Scalar, -1},
-    {"optional", Kind::Scalar, -1},
+    {"name", Kind::Scalar, -1, ""},
+    {"optional", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ConfigMapKeySelector
 constexpr Field kFields19[] = {
-    {"key", Kind::Scalar, -1},
-    {"name", Kind::Scalar, -1},
-    {"optional", Kind::Scalar, -1},
+    {"key", Kind::Scalar, -1, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"optional", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ConfigMapProjection
 constexpr Field kFields20[] = {
-    {"items", Kind::ObjectList, 51},
-    {"name", Kind::Scalar, -1},
-    {"optional", Kind::Scalar, -1},
+    {"items", Kind::ObjectList, 51, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"optional", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ConfigMapVolumeSource
 constexpr Field kFields21[] = {
-    {"defaultMode", Kind::Scalar, -1},
-    {"items", Kind::ObjectList, 51},
-    {"name", Kind::Scalar, -1},
-    {"optional", Kind::Scalar, -1},
+    {"defaultMode", Kind::Scalar, -1, ""},
+    {"items", Kind::ObjectList, 51, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"optional", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.Container
 constexpr Field kFields22[] = {
-    {"args", Kind::ScalarList, -1},
-    {"command", Kind::ScalarList, -1},
-    {"env", Kind::ObjectList, 32},
-    {"envFrom", Kind::ObjectList, 31},
-    {"image", Kind::Scalar, -1},
-    {"imagePullPolicy", Kind::Scalar, -1},
-    {"lifecycle", Kind::Object, 52},
-    {"livenessProbe", Kind::Object, 81},
-    {"name", Kind::Scalar, -1},
-    {"ports", Kind::ObjectList, 23},
-    {"readinessProbe", Kind::Object, 81},
-    {"resizePolicy", Kind::ObjectList, 24},
-    {"resources", Kind::Object, 87},
-    {"restartPolicy", Kind::Scalar, -1},
-    {"restartPolicyRules", Kind::ObjectList, 25},
-    {"securityContext", Kind::Object, 95},
-    {"startupProbe", Kind::Object, 81},
-    {"stdin", Kind::Scalar, -1},
-    {"stdinOnce", Kind::Scalar, -1},
-    {"terminationMessagePath", Kind::Scalar, -1},
-    {"terminationMessagePolicy", Kind::Scalar, -1},
-    {"tty", Kind::Scalar, -1},
-    {"volumeDevices", Kind::ObjectList, 109},
-    {"volumeMounts", Kind::ObjectList, 110},
-    {"workingDir", Kind::Scalar, -1},
+    {"args", Kind::ScalarList, -1, ""},
+    {"command", Kind::ScalarList, -1, ""},
+    {"env", Kind::ObjectList, 32, "name"},
+    {"envFrom", Kind::ObjectList, 31, ""},
+    {"image", Kind::Scalar, -1, ""},
+    {"imagePullPolicy", Kind::Scalar, -1, ""},
+    {"lifecycle", Kind::Object, 52, ""},
+    {"livenessProbe", Kind::Object, 81, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"ports", Kind::ObjectList, 23, "containerPort,protocol"},
+    {"readinessProbe", Kind::Object, 81, ""},
+    {"resizePolicy", Kind::ObjectList, 24, ""},
+    {"resources", Kind::Object, 87, ""},
+    {"restartPolicy", Kind::Scalar, -1, ""},
+    {"restartPolicyRules", Kind::ObjectList, 25, ""},
+    {"securityContext", Kind::Object, 95, ""},
+    {"startupProbe", Kind::Object, 81, ""},
+    {"stdin", Kind::Scalar, -1, ""},
+    {"stdinOnce", Kind::Scalar, -1, ""},
+    {"terminationMessagePath", Kind::Scalar, -1, ""},
+    {"terminationMessagePolicy", Kind::Scalar, -1, ""},
+    {"tty", Kind::Scalar, -1, ""},
+    {"volumeDevices", Kind::ObjectList, 109, "devicePath"},
+    {"volumeMounts", Kind::ObjectList, 110, "mountPath"},
+    {"workingDir", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ContainerPort
 constexpr Field kFields23[] = {
-    {"containerPort", Kind::Scalar, -1},
-    {"hostIP", Kind::Scalar, -1},
-    {"hostPort", Kind::Scalar, -1},
-    {"name", Kind::Scalar, -1},
-    {"protocol", Kind::Scalar, -1},
+    {"containerPort", Kind::Scalar, -1, ""},
+    {"hostIP", Kind::Scalar, -1, ""},
+    {"hostPort", Kind::Scalar, -1, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"protocol", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ContainerResizePolicy
 constexpr Field kFields24[] = {
-    {"resourceName", Kind::Scalar, -1},
-    {"restartPolicy", Kind::Scalar, -1},
+    {"resourceName", Kind::Scalar, -1, ""},
+    {"restartPolicy", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ContainerRestartRule
 constexpr Field kFields25[] = {
-    {"action", Kind::Scalar, -1},
-    {"exitCodes", Kind::Object, 26},
+    {"action", Kind::Scalar, -1, ""},
+    {"exitCodes", Kind::Object, 26, ""},
 };
 // io.k8s.api.core.v1.ContainerRestartRuleOnExitCodes
 constexpr Field kFields26[] = {
-    {"operator", Kind::Scalar, -1},
-    {"values", Kind::ScalarList, -1},
+    {"operator", Kind::Scalar, -1, ""},
+    {"values", Kind::ScalarList, -1, ""},
 };
 // io.k8s.api.core.v1.DownwardAPIProjection
 constexpr Field kFields27[] = {
-    {"items", Kind::ObjectList, 28},
+    {"items", Kind::ObjectList, 28, ""},
 };
 // io.k8s.api.core.v1.DownwardAPIVolumeFile
 constexpr Field kFields28[] = {
-    {"fieldRef", Kind::Object, 60},
-    {"mode", Kind::Scalar, -1},
-    {"path", Kind::Scalar, -1},
-    {"resourceFieldRef", Kind::Object, 86},
+    {"fieldRef", Kind::Object, 60, ""},
+    {"mode", Kind::Scalar, -1, ""},
+    {"path", Kind::Scalar, -1, ""},
+    {"resourceFieldRef", Kind::Object, 86, ""},
 };
 // io.k8s.api.core.v1.DownwardAPIVolumeSource
 constexpr Field kFields29[] = {
-    {"defaultMode", Kind::Scalar, -1},
-    {"items", Kind::ObjectList, 28},
+    {"defaultMode", Kind::Scalar, -1, ""},
+    {"items", Kind::ObjectList, 28, ""},
 };
 // io.k8s.api.core.v1.EmptyDirVolumeSource
 constexpr Field kFields30[] = {
-    {"medium", Kind::Scalar, -1},
-    {"sizeLimit", Kind::Scalar, -1},
+    {"medium", Kind::Scalar, -1, ""},
+    {"sizeLimit", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.EnvFromSource
 constexpr Field kFields31[] = {
-    {"configMapRef", Kind::Object, 18},
-    {"prefix", Kind::Scalar, -1},
-    {"secretRef", Kind::Object, 91},
+    {"configMapRef", Kind::Object, 18, ""},
+    {"prefix", Kind::Scalar, -1, ""},
+    {"secretRef", Kind::Object, 91, ""},
 };
 // io.k8s.api.core.v1.EnvVar
 constexpr Field kFields32[] = {
-    {"name", Kind::Scalar, -1},
-    {"value", Kind::Scalar, -1},
-    {"valueFrom", Kind::Object, 33},
+    {"name", Kind::Scalar, -1, ""},
+    {"value", Kind::Scalar, -1, ""},
+    {"valueFrom", Kind::Object, 33, ""},
 };
 // io.k8s.api.core.v1.EnvVarSource
 constexpr Field kFields33[] = {
-    {"configMapKeyRef", Kind::Object, 19},
-    {"fieldRef", Kind::Object, 60},
-    {"fileKeyRef", Kind::Object, 38},
-    {"resourceFieldRef", Kind::Object, 86},
-    {"secretKeyRef", Kind::Object, 92},
+    {"configMapKeyRef", Kind::Object, 19, ""},
+    {"fieldRef", Kind::Object, 60, ""},
+    {"fileKeyRef", Kind::Object, 38, ""},
+    {"resourceFieldRef", Kind::Object, 86, ""},
+    {"secretKeyRef", Kind::Object, 92, ""},
 };
 // io.k8s.api.core.v1.EphemeralContainer
 constexpr Field kFields34[] = {
-    {"args", Kind::ScalarList, -1},
-    {"command", Kind::ScalarList, -1},
-    {"env", Kind::ObjectList, 32},
-    {"envFrom", Kind::ObjectList, 31},
-    {"image", Kind::Scalar, -1},
-    {"imagePullPolicy", Kind::Scalar, -1},
-    {"lifecycle", Kind::Object, 52},
-    {"livenessProbe", Kind::Object, 81},
-    {"name", Kind::Scalar, -1},
-    {"ports", Kind::ObjectList, 23},
-    {"readinessProbe", Kind::Object, 81},
-    {"resizePolicy", Kind::ObjectList, 24},
-    {"resources", Kind::Object, 87},
-    {"restartPolicy", Kind::Scalar, -1},
-    {"restartPolicyRules", Kind::ObjectList, 25},
-    {"securityContext", Kind::Object, 95},
-    {"startupProbe", Kind::Object, 81},
-    {"stdin", Kind::Scalar, -1},
-    {"stdinOnce", Kind::Scalar, -1},
-    {"targetContainerName", Kind::Scalar, -1},
-    {"terminationMessagePath", Kind::Scalar, -1},
-    {"terminationMessagePolicy", Kind::Scalar, -1},
-    {"tty", Kind::Scalar, -1},
-    {"volumeDevices", Kind::ObjectList, 109},
-    {"volumeMounts", Kind::ObjectList, 110},
-    {"workingDir", Kind::Scalar, -1},
+    {"args", Kind::ScalarList, -1, ""},
+    {"command", Kind::ScalarList, -1, ""},
+    {"env", Kind::ObjectList, 32, "name"},
+    {"envFrom", Kind::ObjectList, 31, ""},
+    {"image", Kind::Scalar, -1, ""},
+    {"imagePullPolicy", Kind::Scalar, -1, ""},
+    {"lifecycle", Kind::Object, 52, ""},
+    {"livenessProbe", Kind::Object, 81, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"ports", Kind::ObjectList, 23, "containerPort,protocol"},
+    {"readinessProbe", Kind::Object, 81, ""},
+    {"resizePolicy", Kind::ObjectList, 24, ""},
+    {"resources", Kind::Object, 87, ""},
+    {"restartPolicy", Kind::Scalar, -1, ""},
+    {"restartPolicyRules", Kind::ObjectList, 25, ""},
+    {"securityContext", Kind::Object, 95, ""},
+    {"startupProbe", Kind::Object, 81, ""},
+    {"stdin", Kind::Scalar, -1, ""},
+    {"stdinOnce", Kind::Scalar, -1, ""},
+    {"targetContainerName", Kind::Scalar, -1, ""},
+    {"terminationMessagePath", Kind::Scalar, -1, ""},
+    {"terminationMessagePolicy", Kind::Scalar, -1, ""},
+    {"tty", Kind::Scalar, -1, ""},
+    {"volumeDevices", Kind::ObjectList, 109, "devicePath"},
+    {"volumeMounts", Kind::ObjectList, 110, "mountPath"},
+    {"workingDir", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.EphemeralVolumeSource
 constexpr Field kFields35[] = {
-    {"volumeClaimTemplate", Kind::Object, 62},
+    {"volumeClaimTemplate", Kind::Object, 62, ""},
 };
 // io.k8s.api.core.v1.ExecAction
 constexpr Field kFields36[] = {
-    {"command", Kind::ScalarList, -1},
+    {"command", Kind::ScalarList, -1, ""},
 };
 // io.k8s.api.core.v1.FCVolumeSource
 constexpr Field kFields37[] = {
-    {"fsType", Kind::Scalar, -1},
-    {"lun", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
-    {"targetWWNs", Kind::ScalarList, -1},
-    {"wwids", Kind::ScalarList, -1},
+    {"fsType", Kind::Scalar, -1, ""},
+    {"lun", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"targetWWNs", Kind::ScalarList, -1, ""},
+    {"wwids", Kind::ScalarList, -1, ""},
 };
 // io.k8s.api.core.v1.FileKeySelector
 constexpr Field kFields38[] = {
-    {"key", Kind::Scalar, -1},
-    {"optional", Kind::Scalar, -1},
-    {"path", Kind::Scalar, -1},
-    {"volumeName", Kind::Scalar, -1},
+    {"key", Kind::Scalar, -1, ""},
+    {"optional", Kind::Scalar, -1, ""},
+    {"path", Kind::Scalar, -1, ""},
+    {"volumeName", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.FlexVolumeSource
 constexpr Field kFields39[] = {
-    {"driver", Kind::Scalar, -1},
-    {"fsType", Kind::Scalar, -1},
-    {"options", Kind::Map, -1},
-    {"readOnly", Kind::Scalar, -1},
-    {"secretRef", Kind::Object, 54},
+    {"driver", Kind::Scalar, -1, ""},
+    {"fsType", Kind::Scalar, -1, ""},
+    {"options", Kind::Map, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"secretRef", Kind::Object, 54, ""},
 };
 // io.k8s.api.core.v1.FlockerVolumeSource
 constexpr Field kFields40[] = {
-    {"datasetName", Kind::Scalar, -1},
-    {"datasetUUID", Kind::Scalar, -1},
+    {"datasetName", Kind::Scalar, -1, ""},
+    {"datasetUUID", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.GCEPersistentDiskVolumeSource
 constexpr Field kFields41[] = {
-    {"fsType", Kind::Scalar, -1},
-    {"partition", Kind::Scalar, -1},
-    {"pdName", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
+    {"fsType", Kind::Scalar, -1, ""},
+    {"partition", Kind::Scalar, -1, ""},
+    {"pdName", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.GRPCAction
 constexpr Field kFields42[] = {
-    {"port", Kind::Scalar, -1},
-    {"service", Kind::Scalar, -1},
+    {"port", Kind::Scalar, -1, ""},
+    {"service", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.GitRepoVolumeSource
 constexpr Field kFields43[] = {
-    {"directory", Kind::Scalar, -1},
-    {"repository", Kind::Scalar, -1},
-    {"revision", Kind::Scalar, -1},
+    {"directory", Kind::Scalar, -1, ""},
+    {"repository", Kind::Scalar, -1, ""},
+    {"revision", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.GlusterfsVolumeSource
 constexpr Field kFields44[] = {
-    {"endpoints", Kind::Scalar, -1},
-    {"path", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
+    {"endpoints", Kind::Scalar, -1, ""},
+    {"path", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.HTTPGetAction
 constexpr Field kFields45[] = {
-    {"host", Kind::Scalar, -1},
-    {"httpHeaders", Kind::ObjectList, 46},
-    {"path", Kind::Scalar, -1},
-    {"port", Kind::IntOrString, -1},
-    {"scheme", Kind::Scalar, -1},
+    {"host", Kind::Scalar, -1, ""},
+    {"httpHeaders", Kind::ObjectList, 46, ""},
+    {"path", Kind::Scalar, -1, ""},
+    {"port", Kind::IntOrString, -1, ""},
+    {"scheme", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.HTTPHeader
 constexpr Field kFields46[] = {
-    {"name", Kind::Scalar, -1},
-    {"value", Kind::Scalar, -1},
+    {"name", Kind::Scalar, -1, ""},
+    {"value", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.HostAlias
 constexpr Field kFields47[] = {
-    {"hostnames", Kind::ScalarList, -1},
-    {"ip", Kind::Scalar, -1},
+    {"hostnames", Kind::ScalarList, -1, ""},
+    {"ip", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.HostPathVolumeSource
 constexpr Field kFields48[] = {
-    {"path", Kind::Scalar, -1},
-    {"type", Kind::Scalar, -1},
+    {"path", Kind::Scalar, -1, ""},
+    {"type", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ISCSIVolumeSource
 constexpr Field kFields49[] = {
-    {"chapAuthDiscovery", Kind::Scalar, -1},
-    {"chapAuthSession", Kind::Scalar, -1},
-    {"fsType", Kind::Scalar, -1},
-    {"initiatorName", Kind::Scalar, -1},
-    {"iqn", Kind::Scalar, -1},
-    {"iscsiInterface", Kind::Scalar, -1},
-    {"lun", Kind::Scalar, -1},
-    {"portals", Kind::ScalarList, -1},
-    {"readOnly", Kind::Scalar, -1},
-    {"secretRef", Kind::Object, 54},
-    {"targetPortal", Kind::Scalar, -1},
+    {"chapAuthDiscovery", Kind::Scalar, -1, ""},
+    {"chapAuthSession", Kind::Scalar, -1, ""},
+    {"fsType", Kind::Scalar, -1, ""},
+    {"initiatorName", Kind::Scalar, -1, ""},
+    {"iqn", Kind::Scalar, -1, ""},
+    {"iscsiInterface", Kind::Scalar, -1, ""},
+    {"lun", Kind::Scalar, -1, ""},
+    {"portals", Kind::ScalarList, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"secretRef", Kind::Object, 54, ""},
+    {"targetPortal", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ImageVolumeSource
 constexpr Field kFields50[] = {
-    {"pullPolicy", Kind::Scalar, -1},
-    {"reference", Kind::Scalar, -1},
+    {"pullPolicy", Kind::Scalar, -1, ""},
+    {"reference", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.KeyToPath
 constexpr Field kFields51[] = {
-    {"key", Kind::Scalar, -1},
-    {"mode", Kind::Scalar, -1},
-    {"path", Kind::Scalar, -1},
+    {"key", Kind::Scalar, -1, ""},
+    {"mode", Kind::Scalar, -1, ""},
+    {"path", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.Lifecycle
 constexpr Field kFields52[] = {
-    {"postStart", Kind::Object, 53},
-    {"preStop", Kind::Object, 53},
-    {"stopSignal", Kind::Scalar, -1},
+    {"postStart", Kind::Object, 53, ""},
+    {"preStop", Kind::Object, 53, ""},
+    {"stopSignal", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.LifecycleHandler
 constexpr Field kFields53[] = {
-    {"exec", Kind::Object, 36},
-    {"httpGet", Kind::Object, 45},
-    {"sleep", Kind::Object, 100},
-    {"tcpSocket", Kind::Object, 103},
+    {"exec", Kind::Object, 36, ""},
+    {"httpGet", Kind::Object, 45, ""},
+    {"sleep", Kind::Object, 100, ""},
+    {"tcpSocket", Kind::Object, 103, ""},
 };
 // io.k8s.api.core.v1.LocalObjectReference
 constexpr Field kFields54[] = {
-    {"name", Kind::Scalar, -1},
+    {"name", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.NFSVolumeSource
 constexpr Field kFields55[] = {
-    {"path", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
-    {"server", Kind::Scalar, -1},
+    {"path", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"server", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.NodeAffinity
 constexpr Field kFields56[] = {
-    {"preferredDuringSchedulingIgnoredDuringExecution", Kind::ObjectList, 80},
-    {"requiredDuringSchedulingIgnoredDuringExecution", Kind::Object, 57},
+    {"preferredDuringSchedulingIgnoredDuringExecution", Kind::ObjectList, 80, ""},
+    {"requiredDuringSchedulingIgnoredDuringExecution", Kind::Object, 57, ""},
 };
 // io.k8s.api.core.v1.NodeSelector
 constexpr Field kFields57[] = {
-    {"nodeSelectorTerms", Kind::ObjectList, 59},
+    {"nodeSelectorTerms", Kind::ObjectList, 59, ""},
 };
 // io.k8s.api.core.v1.NodeSelectorRequirement
 constexpr Field kFields58[] = {
-    {"key", Kind::Scalar, -1},
-    {"operator", Kind::Scalar, -1},
-    {"values", Kind::ScalarList, -1},
+    {"key", Kind::Scalar, -1, ""},
+    {"operator", Kind::Scalar, -1, ""},
+    {"values", Kind::ScalarList, -1, ""},
 };
 // io.k8s.api.core.v1.NodeSelectorTerm
 constexpr Field kFields59[] = {
-    {"matchExpressions", Kind::ObjectList, 58},
-    {"matchFields", Kind::ObjectList, 58},
+    {"matchExpressions", Kind::ObjectList, 58, ""},
+    {"matchFields", Kind::ObjectList, 58, ""},
 };
 // io.k8s.api.core.v1.ObjectFieldSelector
 constexpr Field kFields60[] = {
-    {"apiVersion", Kind::Scalar, -1},
-    {"fieldPath", Kind::Scalar, -1},
+    {"apiVersion", Kind::Scalar, -1, ""},
+    {"fieldPath", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.PersistentVolumeClaimSpec
 constexpr Field kFields61[] = {
-    {"accessModes", Kind::ScalarList, -1},
-    {"dataSource", Kind::Object, 106},
-    {"dataSourceRef", Kind::Object, 107},
-    {"resources", Kind::Object, 112},
-    {"selector", Kind::Object, 116},
-    {"storageClassName", Kind::Scalar, -1},
-    {"volumeAttributesClassName", Kind::Scalar, -1},
-    {"volumeMode", Kind::Scalar, -1},
-    {"volumeName", Kind::Scalar, -1},
+    {"accessModes", Kind::ScalarList, -1, ""},
+    {"dataSource", Kind::Object, 106, ""},
+    {"dataSourceRef", Kind::Object, 107, ""},
+    {"resources", Kind::Object, 112, ""},
+    {"selector", Kind::Object, 116, ""},
+    {"storageClassName", Kind::Scalar, -1, ""},
+    {"volumeAttributesClassName", Kind::Scalar, -1, ""},
+    {"volumeMode", Kind::Scalar, -1, ""},
+    {"volumeName", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.PersistentVolumeClaimTemplate
 constexpr Field kFields62[] = {
-    {"metadata", Kind::Object, 119},
-    {"spec", Kind::Object, 61},
+    {"metadata", Kind::Object, 119, ""},
+    {"spec", Kind::Object, 61, ""},
 };
 // io.k8s.api.core.v1.PersistentVolumeClaimVolumeSource
 constexpr Field kFields63[] = {
-    {"claimName", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
+    {"claimName", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.PhotonPersistentDiskVolumeSource
 constexpr Field kFields64[] = {
-    {"fsType", Kind::Scalar, -1},
-    {"pdID", Kind::Scalar, -1},
+    {"fsType", Kind::Scalar, -1, ""},
+    {"pdID", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.PodAffinity
 constexpr Field kFields65[] = {
-    {"preferredDuringSchedulingIgnoredDuringExecution", Kind::ObjectList, 114},
-    {"requiredDuringSchedulingIgnoredDuringExecution", Kind::ObjectList, 66},
+    {"preferredDuringSchedulingIgnoredDuringExecution", Kind::ObjectList, 114, ""},
+    {"requiredDuringSchedulingIgnoredDuringExecution", Kind::ObjectList, 66, ""},
 };
 // io.k8s.api.core.v1.PodAffinityTerm
 constexpr Field kFields66[] = {
-    {"labelSelector", Kind::Object, 116},
-    {"matchLabelKeys", Kind::ScalarList, -1},
-    {"mismatchLabelKeys", Kind::ScalarList, -1},
-    {"namespaceSelector", Kind::Object, 116},
-    {"namespaces", Kind::ScalarList, -1},
-    {"topologyKey", Kind::Scalar, -1},
+    {"labelSelector", Kind::Object, 116, ""},
+    {"matchLabelKeys", Kind::ScalarList, -1, ""},
+    {"mismatchLabelKeys", Kind::ScalarList, -1, ""},
+    {"namespaceSelector", Kind::Object, 116, ""},
+    {"namespaces", Kind::ScalarList, -1, ""},
+    {"topologyKey", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.PodAntiAffinity
 constexpr Field kFields67[] = {
-    {"preferredDuringSchedulingIgnoredDuringExecution", Kind::ObjectList, 114},
-    {"requiredDuringSchedulingIgnoredDuringExecution", Kind::ObjectList, 66},
+    {"preferredDuringSchedulingIgnoredDuringExecution", Kind::ObjectList, 114, ""},
+    {"requiredDuringSchedulingIgnoredDuringExecution", Kind::ObjectList, 66, ""},
 };
 // io.k8s.api.core.v1.PodCertificateProjection
 constexpr Field kFields68[] = {
-    {"certificateChainPath", Kind::Scalar, -1},
-    {"credentialBundlePath", Kind::Scalar, -1},
-    {"keyPath", Kind::Scalar, -1},
-    {"keyType", Kind::Scalar, -1},
-    {"maxExpirationSeconds", Kind::Scalar, -1},
-    {"signerName", Kind::Scalar, -1},
-    {"userAnnotations", Kind::Map, -1},
+    {"certificateChainPath", Kind::Scalar, -1, ""},
+    {"credentialBundlePath", Kind::Scalar, -1, ""},
+    {"keyPath", Kind::Scalar, -1, ""},
+    {"keyType", Kind::Scalar, -1, ""},
+    {"maxExpirationSeconds", Kind::Scalar, -1, ""},
+    {"signerName", Kind::Scalar, -1, ""},
+    {"userAnnotations", Kind::Map, -1, ""},
 };
 // io.k8s.api.core.v1.PodDNSConfig
 constexpr Field kFields69[] = {
-    {"nameservers", Kind::ScalarList, -1},
-    {"options", Kind::ObjectList, 70},
-    {"searches", Kind::ScalarList, -1},
+    {"nameservers", Kind::ScalarList, -1, ""},
+    {"options", Kind::ObjectList, 70, ""},
+    {"searches", Kind::ScalarList, -1, ""},
 };
 // io.k8s.api.core.v1.PodDNSConfigOption
 constexpr Field kFields70[] = {
-    {"name", Kind::Scalar, -1},
-    {"value", Kind::Scalar, -1},
+    {"name", Kind::Scalar, -1, ""},
+    {"value", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.PodOS
 constexpr Field kFields71[] = {
-    {"name", Kind::Scalar, -1},
+    {"name", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.PodReadinessGate
 constexpr Field kFields72[] = {
-    {"conditionType", Kind::Scalar, -1},
+    {"conditionType", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.PodResourceClaim
 constexpr Field kFields73[] = {
-    {"name", Kind::Scalar, -1},
-    {"resourceClaimName", Kind::Scalar, -1},
-    {"resourceClaimTemplateName", Kind::Scalar, -1},
+    {"name", Kind::Scalar, -1, ""},
+    {"resourceClaimName", Kind::Scalar, -1, ""},
+    {"resourceClaimTemplateName", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.PodSchedulingGate
 constexpr Field kFields74[] = {
-    {"name", Kind::Scalar, -1},
+    {"name", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.PodSchedulingGroup
 constexpr Field kFields75[] = {
-    {"podGroupName", Kind::Scalar, -1},
+    {"podGroupName", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.PodSecurityContext
 constexpr Field kFields76[] = {
-    {"appArmorProfile", Kind::Object, 9},
-    {"fsGroup", Kind::Scalar, -1},
-    {"fsGroupChangePolicy", Kind::Scalar, -1},
-    {"runAsGroup", Kind::Scalar, -1},
-    {"runAsNonRoot", Kind::Scalar, -1},
-    {"runAsUser", Kind::Scalar, -1},
-    {"seLinuxChangePolicy", Kind::Scalar, -1},
-    {"seLinuxOptions", Kind::Object, 88},
-    {"seccompProfile", Kind::Object, 90},
-    {"supplementalGroups", Kind::ScalarList, -1},
-    {"supplementalGroupsPolicy", Kind::Scalar, -1},
-    {"sysctls", Kind::ObjectList, 102},
-    {"windowsOptions", Kind::Object, 115},
+    {"appArmorProfile", Kind::Object, 9, ""},
+    {"fsGroup", Kind::Scalar, -1, ""},
+    {"fsGroupChangePolicy", Kind::Scalar, -1, ""},
+    {"runAsGroup", Kind::Scalar, -1, ""},
+    {"runAsNonRoot", Kind::Scalar, -1, ""},
+    {"runAsUser", Kind::Scalar, -1, ""},
+    {"seLinuxChangePolicy", Kind::Scalar, -1, ""},
+    {"seLinuxOptions", Kind::Object, 88, ""},
+    {"seccompProfile", Kind::Object, 90, ""},
+    {"supplementalGroups", Kind::ScalarList, -1, ""},
+    {"supplementalGroupsPolicy", Kind::Scalar, -1, ""},
+    {"sysctls", Kind::ObjectList, 102, ""},
+    {"windowsOptions", Kind::Object, 115, ""},
 };
 // io.k8s.api.core.v1.PodSpec
 constexpr Field kFields77[] = {
-    {"activeDeadlineSeconds", Kind::Scalar, -1},
-    {"affinity", Kind::Object, 8},
-    {"automountServiceAccountToken", Kind::Scalar, -1},
-    {"containers", Kind::ObjectList, 22},
-    {"dnsConfig", Kind::Object, 69},
-    {"dnsPolicy", Kind::Scalar, -1},
-    {"enableServiceLinks", Kind::Scalar, -1},
-    {"ephemeralContainers", Kind::ObjectList, 34},
-    {"hostAliases", Kind::ObjectList, 47},
-    {"hostIPC", Kind::Scalar, -1},
-    {"hostNetwork", Kind::Scalar, -1},
-    {"hostPID", Kind::Scalar, -1},
-    {"hostUsers", Kind::Scalar, -1},
-    {"hostname", Kind::Scalar, -1},
-    {"hostnameOverride", Kind::Scalar, -1},
-    {"imagePullSecrets", Kind::ObjectList, 54},
-    {"initContainers", Kind::ObjectList, 22},
-    {"nodeName", Kind::Scalar, -1},
-    {"nodeSelector", Kind::Map, -1},
-    {"os", Kind::Object, 71},
-    {"overhead", Kind::Map, -1},
-    {"preemptionPolicy", Kind::Scalar, -1},
-    {"priority", Kind::Scalar, -1},
-    {"priorityClassName", Kind::Scalar, -1},
-    {"readinessGates", Kind::ObjectList, 72},
-    {"resourceClaims", Kind::ObjectList, 73},
-    {"resources", Kind::Object, 87},
-    {"restartPolicy", Kind::Scalar, -1},
-    {"runtimeClassName", Kind::Scalar, -1},
-    {"schedulerName", Kind::Scalar, -1},
-    {"schedulingGates", Kind::ObjectList, 74},
-    {"schedulingGroup", Kind::Object, 75},
-    {"securityContext", Kind::Object, 76},
-    {"serviceAccount", Kind::Scalar, -1},
-    {"serviceAccountName", Kind::Scalar, -1},
-    {"setHostnameAsFQDN", Kind::Scalar, -1},
-    {"shareProcessNamespace", Kind::Scalar, -1},
-    {"subdomain", Kind::Scalar, -1},
-    {"terminationGracePeriodSeconds", Kind::Scalar, -1},
-    {"tolerations", Kind::ObjectList, 104},
-    {"topologySpreadConstraints", Kind::ObjectList, 105},
-    {"volumes", Kind::ObjectList, 108},
+    {"activeDeadlineSeconds", Kind::Scalar, -1, ""},
+    {"affinity", Kind::Object, 8, ""},
+    {"automountServiceAccountToken", Kind::Scalar, -1, ""},
+    {"containers", Kind::ObjectList, 22, "name"},
+    {"dnsConfig", Kind::Object, 69, ""},
+    {"dnsPolicy", Kind::Scalar, -1, ""},
+    {"enableServiceLinks", Kind::Scalar, -1, ""},
+    {"ephemeralContainers", Kind::ObjectList, 34, "name"},
+    {"hostAliases", Kind::ObjectList, 47, "ip"},
+    {"hostIPC", Kind::Scalar, -1, ""},
+    {"hostNetwork", Kind::Scalar, -1, ""},
+    {"hostPID", Kind::Scalar, -1, ""},
+    {"hostUsers", Kind::Scalar, -1, ""},
+    {"hostname", Kind::Scalar, -1, ""},
+    {"hostnameOverride", Kind::Scalar, -1, ""},
+    {"imagePullSecrets", Kind::ObjectList, 54, "name"},
+    {"initContainers", Kind::ObjectList, 22, "name"},
+    {"nodeName", Kind::Scalar, -1, ""},
+    {"nodeSelector", Kind::Map, -1, ""},
+    {"os", Kind::Object, 71, ""},
+    {"overhead", Kind::Map, -1, ""},
+    {"preemptionPolicy", Kind::Scalar, -1, ""},
+    {"priority", Kind::Scalar, -1, ""},
+    {"priorityClassName", Kind::Scalar, -1, ""},
+    {"readinessGates", Kind::ObjectList, 72, ""},
+    {"resourceClaims", Kind::ObjectList, 73, "name"},
+    {"resources", Kind::Object, 87, ""},
+    {"restartPolicy", Kind::Scalar, -1, ""},
+    {"runtimeClassName", Kind::Scalar, -1, ""},
+    {"schedulerName", Kind::Scalar, -1, ""},
+    {"schedulingGates", Kind::ObjectList, 74, "name"},
+    {"schedulingGroup", Kind::Object, 75, ""},
+    {"securityContext", Kind::Object, 76, ""},
+    {"serviceAccount", Kind::Scalar, -1, ""},
+    {"serviceAccountName", Kind::Scalar, -1, ""},
+    {"setHostnameAsFQDN", Kind::Scalar, -1, ""},
+    {"shareProcessNamespace", Kind::Scalar, -1, ""},
+    {"subdomain", Kind::Scalar, -1, ""},
+    {"terminationGracePeriodSeconds", Kind::Scalar, -1, ""},
+    {"tolerations", Kind::ObjectList, 104, ""},
+    {"topologySpreadConstraints", Kind::ObjectList, 105, "topologyKey,whenUnsatisfiable"},
+    {"volumes", Kind::ObjectList, 108, "name"},
 };
 // io.k8s.api.core.v1.PodTemplateSpec
 constexpr Field kFields78[] = {
-    {"metadata", Kind::Object, 119},
-    {"spec", Kind::Object, 77},
+    {"metadata", Kind::Object, 119, ""},
+    {"spec", Kind::Object, 77, ""},
 };
 // io.k8s.api.core.v1.PortworxVolumeSource
 constexpr Field kFields79[] = {
-    {"fsType", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
-    {"volumeID", Kind::Scalar, -1},
+    {"fsType", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"volumeID", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.PreferredSchedulingTerm
 constexpr Field kFields80[] = {
-    {"preference", Kind::Object, 59},
-    {"weight", Kind::Scalar, -1},
+    {"preference", Kind::Object, 59, ""},
+    {"weight", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.Probe
 constexpr Field kFields81[] = {
-    {"exec", Kind::Object, 36},
-    {"failureThreshold", Kind::Scalar, -1},
-    {"grpc", Kind::Object, 42},
-    {"httpGet", Kind::Object, 45},
-    {"initialDelaySeconds", Kind::Scalar, -1},
-    {"periodSeconds", Kind::Scalar, -1},
-    {"successThreshold", Kind::Scalar, -1},
-    {"tcpSocket", Kind::Object, 103},
-    {"terminationGracePeriodSeconds", Kind::Scalar, -1},
-    {"timeoutSeconds", Kind::Scalar, -1},
+    {"exec", Kind::Object, 36, ""},
+    {"failureThreshold", Kind::Scalar, -1, ""},
+    {"grpc", Kind::Object, 42, ""},
+    {"httpGet", Kind::Object, 45, ""},
+    {"initialDelaySeconds", Kind::Scalar, -1, ""},
+    {"periodSeconds", Kind::Scalar, -1, ""},
+    {"successThreshold", Kind::Scalar, -1, ""},
+    {"tcpSocket", Kind::Object, 103, ""},
+    {"terminationGracePeriodSeconds", Kind::Scalar, -1, ""},
+    {"timeoutSeconds", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ProjectedVolumeSource
 constexpr Field kFields82[] = {
-    {"defaultMode", Kind::Scalar, -1},
-    {"sources", Kind::ObjectList, 111},
+    {"defaultMode", Kind::Scalar, -1, ""},
+    {"sources", Kind::ObjectList, 111, ""},
 };
 // io.k8s.api.core.v1.QuobyteVolumeSource
 constexpr Field kFields83[] = {
-    {"group", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
-    {"registry", Kind::Scalar, -1},
-    {"tenant", Kind::Scalar, -1},
-    {"user", Kind::Scalar, -1},
-    {"volume", Kind::Scalar, -1},
+    {"group", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"registry", Kind::Scalar, -1, ""},
+    {"tenant", Kind::Scalar, -1, ""},
+    {"user", Kind::Scalar, -1, ""},
+    {"volume", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.RBDVolumeSource
 constexpr Field kFields84[] = {
-    {"fsType", Kind::Scalar, -1},
-    {"image", Kind::Scalar, -1},
-    {"keyring", Kind::Scalar, -1},
-    {"monitors", Kind::ScalarList, -1},
-    {"pool", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
-    {"secretRef", Kind::Object, 54},
-    {"user", Kind::Scalar, -1},
+    {"fsType", Kind::Scalar, -1, ""},
+    {"image", Kind::Scalar, -1, ""},
+    {"keyring", Kind::Scalar, -1, ""},
+    {"monitors", Kind::ScalarList, -1, ""},
+    {"pool", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"secretRef", Kind::Object, 54, ""},
+    {"user", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ResourceClaim
 constexpr Field kFields85[] = {
-    {"name", Kind::Scalar, -1},
-    {"request", Kind::Scalar, -1},
+    {"name", Kind::Scalar, -1, ""},
+    {"request", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ResourceFieldSelector
 constexpr Field kFields86[] = {
-    {"containerName", Kind::Scalar, -1},
-    {"divisor", Kind::Scalar, -1},
-    {"resource", Kind::Scalar, -1},
+    {"containerName", Kind::Scalar, -1, ""},
+    {"divisor", Kind::Scalar, -1, ""},
+    {"resource", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ResourceRequirements
 constexpr Field kFields87[] = {
-    {"claims", Kind::ObjectList, 85},
-    {"limits", Kind::Map, -1},
-    {"requests", Kind::Map, -1},
+    {"claims", Kind::ObjectList, 85, "name"},
+    {"limits", Kind::Map, -1, ""},
+    {"requests", Kind::Map, -1, ""},
 };
 // io.k8s.api.core.v1.SELinuxOptions
 constexpr Field kFields88[] = {
-    {"level", Kind::Scalar, -1},
-    {"role", Kind::Scalar, -1},
-    {"type", Kind::Scalar, -1},
-    {"user", Kind::Scalar, -1},
+    {"level", Kind::Scalar, -1, ""},
+    {"role", Kind::Scalar, -1, ""},
+    {"type", Kind::Scalar, -1, ""},
+    {"user", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ScaleIOVolumeSource
 constexpr Field kFields89[] = {
-    {"fsType", Kind::Scalar, -1},
-    {"gateway", Kind::Scalar, -1},
-    {"protectionDomain", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
-    {"secretRef", Kind::Object, 54},
-    {"sslEnabled", Kind::Scalar, -1},
-    {"storageMode", Kind::Scalar, -1},
-    {"storagePool", Kind::Scalar, -1},
-    {"system", Kind::Scalar, -1},
-    {"volumeName", Kind::Scalar, -1},
+    {"fsType", Kind::Scalar, -1, ""},
+    {"gateway", Kind::Scalar, -1, ""},
+    {"protectionDomain", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"secretRef", Kind::Object, 54, ""},
+    {"sslEnabled", Kind::Scalar, -1, ""},
+    {"storageMode", Kind::Scalar, -1, ""},
+    {"storagePool", Kind::Scalar, -1, ""},
+    {"system", Kind::Scalar, -1, ""},
+    {"volumeName", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.SeccompProfile
 constexpr Field kFields90[] = {
-    {"localhostProfile", Kind::Scalar, -1},
-    {"type", Kind::Scalar, -1},
+    {"localhostProfile", Kind::Scalar, -1, ""},
+    {"type", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.SecretEnvSource
 constexpr Field kFields91[] = {
-    {"name", Kind::Scalar, -1},
-    {"optional", Kind::Scalar, -1},
+    {"name", Kind::Scalar, -1, ""},
+    {"optional", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.SecretKeySelector
 constexpr Field kFields92[] = {
-    {"key", Kind::Scalar, -1},
-    {"name", Kind::Scalar, -1},
-    {"optional", Kind::Scalar, -1},
+    {"key", Kind::Scalar, -1, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"optional", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.SecretProjection
 constexpr Field kFields93[] = {
-    {"items", Kind::ObjectList, 51},
-    {"name", Kind::Scalar, -1},
-    {"optional", Kind::Scalar, -1},
+    {"items", Kind::ObjectList, 51, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"optional", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.SecretVolumeSource
 constexpr Field kFields94[] = {
-    {"defaultMode", Kind::Scalar, -1},
-    {"items", Kind::ObjectList, 51},
-    {"optional", Kind::Scalar, -1},
-    {"secretName", Kind::Scalar, -1},
+    {"defaultMode", Kind::Scalar, -1, ""},
+    {"items", Kind::ObjectList, 51, ""},
+    {"optional", Kind::Scalar, -1, ""},
+    {"secretName", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.SecurityContext
 constexpr Field kFields95[] = {
-    {"allowPrivilegeEscalation", Kind::Scalar, -1},
-    {"appArmorProfile", Kind::Object, 9},
-    {"capabilities", Kind::Object, 13},
-    {"privileged", Kind::Scalar, -1},
-    {"procMount", Kind::Scalar, -1},
-    {"readOnlyRootFilesystem", Kind::Scalar, -1},
-    {"runAsGroup", Kind::Scalar, -1},
-    {"runAsNonRoot", Kind::Scalar, -1},
-    {"runAsUser", Kind::Scalar, -1},
-    {"seLinuxOptions", Kind::Object, 88},
-    {"seccompProfile", Kind::Object, 90},
-    {"windowsOptions", Kind::Object, 115},
+    {"allowPrivilegeEscalation", Kind::Scalar, -1, ""},
+    {"appArmorProfile", Kind::Object, 9, ""},
+    {"capabilities", Kind::Object, 13, ""},
+    {"privileged", Kind::Scalar, -1, ""},
+    {"procMount", Kind::Scalar, -1, ""},
+    {"readOnlyRootFilesystem", Kind::Scalar, -1, ""},
+    {"runAsGroup", Kind::Scalar, -1, ""},
+    {"runAsNonRoot", Kind::Scalar, -1, ""},
+    {"runAsUser", Kind::Scalar, -1, ""},
+    {"seLinuxOptions", Kind::Object, 88, ""},
+    {"seccompProfile", Kind::Object, 90, ""},
+    {"windowsOptions", Kind::Object, 115, ""},
 };
 // io.k8s.api.core.v1.ServiceAccountTokenProjection
 constexpr Field kFields96[] = {
-    {"audience", Kind::Scalar, -1},
-    {"expirationSeconds", Kind::Scalar, -1},
-    {"path", Kind::Scalar, -1},
+    {"audience", Kind::Scalar, -1, ""},
+    {"expirationSeconds", Kind::Scalar, -1, ""},
+    {"path", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.ServicePort
 constexpr Field kFields97[] = {
-    {"appProtocol", Kind::Scalar, -1},
-    {"name", Kind::Scalar, -1},
-    {"nodePort", Kind::Scalar, -1},
-    {"port", Kind::Scalar, -1},
-    {"protocol", Kind::Scalar, -1},
-    {"targetPort", Kind::IntOrString, -1},
+    {"appProtocol", Kind::Scalar, -1, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"nodePort", Kind::Scalar, -1, ""},
+    {"port", Kind::Scalar, -1, ""},
+    {"protocol", Kind::Scalar, -1, ""},
+    {"targetPort", Kind::IntOrString, -1, ""},
 };
 // io.k8s.api.core.v1.ServiceSpec
 constexpr Field kFields98[] = {
-    {"allocateLoadBalancerNodePorts", Kind::Scalar, -1},
-    {"clusterIP", Kind::Scalar, -1},
-    {"clusterIPs", Kind::ScalarList, -1},
-    {"externalIPs", Kind::ScalarList, -1},
-    {"externalName", Kind::Scalar, -1},
-    {"externalTrafficPolicy", Kind::Scalar, -1},
-    {"healthCheckNodePort", Kind::Scalar, -1},
-    {"internalTrafficPolicy", Kind::Scalar, -1},
-    {"ipFamilies", Kind::ScalarList, -1},
-    {"ipFamilyPolicy", Kind::Scalar, -1},
-    {"loadBalancerClass", Kind::Scalar, -1},
-    {"loadBalancerIP", Kind::Scalar, -1},
-    {"loadBalancerSourceRanges", Kind::ScalarList, -1},
-    {"ports", Kind::ObjectList, 97},
-    {"publishNotReadyAddresses", Kind::Scalar, -1},
-    {"selector", Kind::Map, -1},
-    {"sessionAffinity", Kind::Scalar, -1},
-    {"sessionAffinityConfig", Kind::Object, 99},
-    {"trafficDistribution", Kind::Scalar, -1},
-    {"type", Kind::Scalar, -1},
+    {"allocateLoadBalancerNodePorts", Kind::Scalar, -1, ""},
+    {"clusterIP", Kind::Scalar, -1, ""},
+    {"clusterIPs", Kind::ScalarList, -1, ""},
+    {"externalIPs", Kind::ScalarList, -1, ""},
+    {"externalName", Kind::Scalar, -1, ""},
+    {"externalTrafficPolicy", Kind::Scalar, -1, ""},
+    {"healthCheckNodePort", Kind::Scalar, -1, ""},
+    {"internalTrafficPolicy", Kind::Scalar, -1, ""},
+    {"ipFamilies", Kind::ScalarList, -1, ""},
+    {"ipFamilyPolicy", Kind::Scalar, -1, ""},
+    {"loadBalancerClass", Kind::Scalar, -1, ""},
+    {"loadBalancerIP", Kind::Scalar, -1, ""},
+    {"loadBalancerSourceRanges", Kind::ScalarList, -1, ""},
+    {"ports", Kind::ObjectList, 97, "port,protocol"},
+    {"publishNotReadyAddresses", Kind::Scalar, -1, ""},
+    {"selector", Kind::Map, -1, ""},
+    {"sessionAffinity", Kind::Scalar, -1, ""},
+    {"sessionAffinityConfig", Kind::Object, 99, ""},
+    {"trafficDistribution", Kind::Scalar, -1, ""},
+    {"type", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.SessionAffinityConfig
 constexpr Field kFields99[] = {
-    {"clientIP", Kind::Object, 16},
+    {"clientIP", Kind::Object, 16, ""},
 };
 // io.k8s.api.core.v1.SleepAction
 constexpr Field kFields100[] = {
-    {"seconds", Kind::Scalar, -1},
+    {"seconds", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.StorageOSVolumeSource
 constexpr Field kFields101[] = {
-    {"fsType", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
-    {"secretRef", Kind::Object, 54},
-    {"volumeName", Kind::Scalar, -1},
-    {"volumeNamespace", Kind::Scalar, -1},
+    {"fsType", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"secretRef", Kind::Object, 54, ""},
+    {"volumeName", Kind::Scalar, -1, ""},
+    {"volumeNamespace", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.Sysctl
 constexpr Field kFields102[] = {
-    {"name", Kind::Scalar, -1},
-    {"value", Kind::Scalar, -1},
+    {"name", Kind::Scalar, -1, ""},
+    {"value", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.TCPSocketAction
 constexpr Field kFields103[] = {
-    {"host", Kind::Scalar, -1},
-    {"port", Kind::IntOrString, -1},
+    {"host", Kind::Scalar, -1, ""},
+    {"port", Kind::IntOrString, -1, ""},
 };
 // io.k8s.api.core.v1.Toleration
 constexpr Field kFields104[] = {
-    {"effect", Kind::Scalar, -1},
-    {"key", Kind::Scalar, -1},
-    {"operator", Kind::Scalar, -1},
-    {"tolerationSeconds", Kind::Scalar, -1},
-    {"value", Kind::Scalar, -1},
+    {"effect", Kind::Scalar, -1, ""},
+    {"key", Kind::Scalar, -1, ""},
+    {"operator", Kind::Scalar, -1, ""},
+    {"tolerationSeconds", Kind::Scalar, -1, ""},
+    {"value", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.TopologySpreadConstraint
 constexpr Field kFields105[] = {
-    {"labelSelector", Kind::Object, 116},
-    {"matchLabelKeys", Kind::ScalarList, -1},
-    {"maxSkew", Kind::Scalar, -1},
-    {"minDomains", Kind::Scalar, -1},
-    {"nodeAffinityPolicy", Kind::Scalar, -1},
-    {"nodeTaintsPolicy", Kind::Scalar, -1},
-    {"topologyKey", Kind::Scalar, -1},
-    {"whenUnsatisfiable", Kind::Scalar, -1},
+    {"labelSelector", Kind::Object, 116, ""},
+    {"matchLabelKeys", Kind::ScalarList, -1, ""},
+    {"maxSkew", Kind::Scalar, -1, ""},
+    {"minDomains", Kind::Scalar, -1, ""},
+    {"nodeAffinityPolicy", Kind::Scalar, -1, ""},
+    {"nodeTaintsPolicy", Kind::Scalar, -1, ""},
+    {"topologyKey", Kind::Scalar, -1, ""},
+    {"whenUnsatisfiable", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.TypedLocalObjectReference
 constexpr Field kFields106[] = {
-    {"apiGroup", Kind::Scalar, -1},
-    {"kind", Kind::Scalar, -1},
-    {"name", Kind::Scalar, -1},
+    {"apiGroup", Kind::Scalar, -1, ""},
+    {"kind", Kind::Scalar, -1, ""},
+    {"name", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.TypedObjectReference
 constexpr Field kFields107[] = {
-    {"apiGroup", Kind::Scalar, -1},
-    {"kind", Kind::Scalar, -1},
-    {"name", Kind::Scalar, -1},
-    {"namespace", Kind::Scalar, -1},
+    {"apiGroup", Kind::Scalar, -1, ""},
+    {"kind", Kind::Scalar, -1, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"namespace", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.Volume
 constexpr Field kFields108[] = {
-    {"awsElasticBlockStore", Kind::Object, 7},
-    {"azureDisk", Kind::Object, 10},
-    {"azureFile", Kind::Object, 11},
-    {"cephfs", Kind::Object, 14},
-    {"cinder", Kind::Object, 15},
-    {"configMap", Kind::Object, 21},
-    {"csi", Kind::Object, 12},
-    {"downwardAPI", Kind::Object, 29},
-    {"emptyDir", Kind::Object, 30},
-    {"ephemeral", Kind::Object, 35},
-    {"fc", Kind::Object, 37},
-    {"flexVolume", Kind::Object, 39},
-    {"flocker", Kind::Object, 40},
-    {"gcePersistentDisk", Kind::Object, 41},
-    {"gitRepo", Kind::Object, 43},
-    {"glusterfs", Kind::Object, 44},
-    {"hostPath", Kind::Object, 48},
-    {"image", Kind::Object, 50},
-    {"iscsi", Kind::Object, 49},
-    {"name", Kind::Scalar, -1},
-    {"nfs", Kind::Object, 55},
-    {"persistentVolumeClaim", Kind::Object, 63},
-    {"photonPersistentDisk", Kind::Object, 64},
-    {"portworxVolume", Kind::Object, 79},
-    {"projected", Kind::Object, 82},
-    {"quobyte", Kind::Object, 83},
-    {"rbd", Kind::Object, 84},
-    {"scaleIO", Kind::Object, 89},
-    {"secret", Kind::Object, 94},
-    {"storageos", Kind::Object, 101},
-    {"vsphereVolume", Kind::Object, 113},
+    {"awsElasticBlockStore", Kind::Object, 7, ""},
+    {"azureDisk", Kind::Object, 10, ""},
+    {"azureFile", Kind::Object, 11, ""},
+    {"cephfs", Kind::Object, 14, ""},
+    {"cinder", Kind::Object, 15, ""},
+    {"configMap", Kind::Object, 21, ""},
+    {"csi", Kind::Object, 12, ""},
+    {"downwardAPI", Kind::Object, 29, ""},
+    {"emptyDir", Kind::Object, 30, ""},
+    {"ephemeral", Kind::Object, 35, ""},
+    {"fc", Kind::Object, 37, ""},
+    {"flexVolume", Kind::Object, 39, ""},
+    {"flocker", Kind::Object, 40, ""},
+    {"gcePersistentDisk", Kind::Object, 41, ""},
+    {"gitRepo", Kind::Object, 43, ""},
+    {"glusterfs", Kind::Object, 44, ""},
+    {"hostPath", Kind::Object, 48, ""},
+    {"image", Kind::Object, 50, ""},
+    {"iscsi", Kind::Object, 49, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"nfs", Kind::Object, 55, ""},
+    {"persistentVolumeClaim", Kind::Object, 63, ""},
+    {"photonPersistentDisk", Kind::Object, 64, ""},
+    {"portworxVolume", Kind::Object, 79, ""},
+    {"projected", Kind::Object, 82, ""},
+    {"quobyte", Kind::Object, 83, ""},
+    {"rbd", Kind::Object, 84, ""},
+    {"scaleIO", Kind::Object, 89, ""},
+    {"secret", Kind::Object, 94, ""},
+    {"storageos", Kind::Object, 101, ""},
+    {"vsphereVolume", Kind::Object, 113, ""},
 };
 // io.k8s.api.core.v1.VolumeDevice
 constexpr Field kFields109[] = {
-    {"devicePath", Kind::Scalar, -1},
-    {"name", Kind::Scalar, -1},
+    {"devicePath", Kind::Scalar, -1, ""},
+    {"name", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.VolumeMount
 constexpr Field kFields110[] = {
-    {"mountPath", Kind::Scalar, -1},
-    {"mountPropagation", Kind::Scalar, -1},
-    {"name", Kind::Scalar, -1},
-    {"readOnly", Kind::Scalar, -1},
-    {"recursiveReadOnly", Kind::Scalar, -1},
-    {"subPath", Kind::Scalar, -1},
-    {"subPathExpr", Kind::Scalar, -1},
+    {"mountPath", Kind::Scalar, -1, ""},
+    {"mountPropagation", Kind::Scalar, -1, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"readOnly", Kind::Scalar, -1, ""},
+    {"recursiveReadOnly", Kind::Scalar, -1, ""},
+    {"subPath", Kind::Scalar, -1, ""},
+    {"subPathExpr", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.VolumeProjection
 constexpr Field kFields111[] = {
-    {"clusterTrustBundle", Kind::Object, 17},
-    {"configMap", Kind::Object, 20},
-    {"downwardAPI", Kind::Object, 27},
-    {"podCertificate", Kind::Object, 68},
-    {"secret", Kind::Object, 93},
-    {"serviceAccountToken", Kind::Object, 96},
+    {"clusterTrustBundle", Kind::Object, 17, ""},
+    {"configMap", Kind::Object, 20, ""},
+    {"downwardAPI", Kind::Object, 27, ""},
+    {"podCertificate", Kind::Object, 68, ""},
+    {"secret", Kind::Object, 93, ""},
+    {"serviceAccountToken", Kind::Object, 96, ""},
 };
 // io.k8s.api.core.v1.VolumeResourceRequirements
 constexpr Field kFields112[] = {
-    {"limits", Kind::Map, -1},
-    {"requests", Kind::Map, -1},
+    {"limits", Kind::Map, -1, ""},
+    {"requests", Kind::Map, -1, ""},
 };
 // io.k8s.api.core.v1.VsphereVirtualDiskVolumeSource
 constexpr Field kFields113[] = {
-    {"fsType", Kind::Scalar, -1},
-    {"storagePolicyID", Kind::Scalar, -1},
-    {"storagePolicyName", Kind::Scalar, -1},
-    {"volumePath", Kind::Scalar, -1},
+    {"fsType", Kind::Scalar, -1, ""},
+    {"storagePolicyID", Kind::Scalar, -1, ""},
+    {"storagePolicyName", Kind::Scalar, -1, ""},
+    {"volumePath", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.WeightedPodAffinityTerm
 constexpr Field kFields114[] = {
-    {"podAffinityTerm", Kind::Object, 66},
-    {"weight", Kind::Scalar, -1},
+    {"podAffinityTerm", Kind::Object, 66, ""},
+    {"weight", Kind::Scalar, -1, ""},
 };
 // io.k8s.api.core.v1.WindowsSecurityContextOptions
 constexpr Field kFields115[] = {
-    {"gmsaCredentialSpec", Kind::Scalar, -1},
-    {"gmsaCredentialSpecName", Kind::Scalar, -1},
-    {"hostProcess", Kind::Scalar, -1},
-    {"runAsUserName", Kind::Scalar, -1},
+    {"gmsaCredentialSpec", Kind::Scalar, -1, ""},
+    {"gmsaCredentialSpecName", Kind::Scalar, -1, ""},
+    {"hostProcess", Kind::Scalar, -1, ""},
+    {"runAsUserName", Kind::Scalar, -1, ""},
 };
 // io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
 constexpr Field kFields116[] = {
-    {"matchExpressions", Kind::ObjectList, 117},
-    {"matchLabels", Kind::Map, -1},
+    {"matchExpressions", Kind::ObjectList, 117, ""},
+    {"matchLabels", Kind::Map, -1, ""},
 };
 // io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement
 constexpr Field kFields117[] = {
-    {"key", Kind::Scalar, -1},
-    {"operator", Kind::Scalar, -1},
-    {"values", Kind::ScalarList, -1},
+    {"key", Kind::Scalar, -1, ""},
+    {"operator", Kind::Scalar, -1, ""},
+    {"values", Kind::ScalarList, -1, ""},
 };
 // io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry
 constexpr Field kFields118[] = {
-    {"apiVersion", Kind::Scalar, -1},
-    {"fieldsType", Kind::Scalar, -1},
-    {"fieldsV1", Kind::Free, -1},
-    {"manager", Kind::Scalar, -1},
-    {"operation", Kind::Scalar, -1},
-    {"subresource", Kind::Scalar, -1},
-    {"time", Kind::Scalar, -1},
+    {"apiVersion", Kind::Scalar, -1, ""},
+    {"fieldsType", Kind::Scalar, -1, ""},
+    {"fieldsV1", Kind::Free, -1, ""},
+    {"manager", Kind::Scalar, -1, ""},
+    {"operation", Kind::Scalar, -1, ""},
+    {"subresource", Kind::Scalar, -1, ""},
+    {"time", Kind::Scalar, -1, ""},
 };
 // io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
 constexpr Field kFields119[] = {
-    {"annotations", Kind::Map, -1},
-    {"creationTimestamp", Kind::Scalar, -1},
-    {"deletionGracePeriodSeconds", Kind::Scalar, -1},
-    {"deletionTimestamp", Kind::Scalar, -1},
-    {"finalizers", Kind::ScalarList, -1},
-    {"generateName", Kind::Scalar, -1},
-    {"generation", Kind::Scalar, -1},
-    {"labels", Kind::Map, -1},
-    {"managedFields", Kind::ObjectList, 118},
-    {"name", Kind::Scalar, -1},
-    {"namespace", Kind::Scalar, -1},
-    {"ownerReferences", Kind::ObjectList, 120},
-    {"resourceVersion", Kind::Scalar, -1},
-    {"selfLink", Kind::Scalar, -1},
-    {"uid", Kind::Scalar, -1},
+    {"annotations", Kind::Map, -1, ""},
+    {"creationTimestamp", Kind::Scalar, -1, ""},
+    {"deletionGracePeriodSeconds", Kind::Scalar, -1, ""},
+    {"deletionTimestamp", Kind::Scalar, -1, ""},
+    {"finalizers", Kind::ScalarList, -1, ""},
+    {"generateName", Kind::Scalar, -1, ""},
+    {"generation", Kind::Scalar, -1, ""},
+    {"labels", Kind::Map, -1, ""},
+    {"managedFields", Kind::ObjectList, 118, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"namespace", Kind::Scalar, -1, ""},
+    {"ownerReferences", Kind::ObjectList, 120, "uid"},
+    {"resourceVersion", Kind::Scalar, -1, ""},
+    {"selfLink", Kind::Scalar, -1, ""},
+    {"uid", Kind::Scalar, -1, ""},
 };
 // io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference
 constexpr Field kFields120[] = {
-    {"apiVersion", Kind::Scalar, -1},
-    {"blockOwnerDeletion", Kind::Scalar, -1},
-    {"controller", Kind::Scalar, -1},
-    {"kind", Kind::Scalar, -1},
-    {"name", Kind::Scalar, -1},
-    {"uid", Kind::Scalar, -1},
+    {"apiVersion", Kind::Scalar, -1, ""},
+    {"blockOwnerDeletion", Kind::Scalar, -1, ""},
+    {"controller", Kind::Scalar, -1, ""},
+    {"kind", Kind::Scalar, -1, ""},
+    {"name", Kind::Scalar, -1, ""},
+    {"uid", Kind::Scalar, -1, ""},
 };
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 namespace devlet::kube_schema {
@@ -14,28 +15,62 @@ std::span<const Type> types() {
     return {kTypes, kTypeCount};
 }
 
-void walk(const boost::json::value& value, const Type& type, const std::string& path,
+// Where a value is: its path as devlet names it (list items by index) and as a
+// server-side apply does (items of keyed lists by their keys).
+struct Where {
+    std::string path;
+    std::string keyPath;
+
+    Where field(std::string_view name) const {
+        auto join = [&](const std::string& p) { return p.empty() ? std::string(name) : p + "." + std::string(name); };
+        return {join(path), join(keyPath)};
+    }
+};
+
+// `[containerPort=80,protocol="TCP"]`, as structured-merge-diff prints a key (JSON values,
+// keys sorted); `[index]` when the item has none of its keys.
+std::string itemKey(const boost::json::value& item, std::string_view keys, std::size_t index) {
+    std::string out;
+    if (item.is_object()) {
+        while (!keys.empty()) {
+            const std::size_t comma = keys.find(',');
+            const std::string_view key = keys.substr(0, comma);
+            keys = comma == std::string_view::npos ? std::string_view{} : keys.substr(comma + 1);
+            if (const boost::json::value* v = item.as_object().if_contains(key))
+                out += (out.empty() ? "" : ",") + std::string(key) + "=" + boost::json::serialize(*v);
+        }
+    }
+    return "[" + (out.empty() ? std::to_string(index) : out) + "]";
+}
+
+void walk(const boost::json::value& value, const Type& type, const Where& where,
           std::vector<UnknownField>& out);
 
 // The value of one known field.
-void walkField(const boost::json::value& value, const Field& field, const std::string& path,
+void walkField(const boost::json::value& value, const Field& field, const Where& where,
                std::vector<UnknownField>& out) {
     const Type* type = typeAt(field.type);
     switch (field.kind) {
         case Kind::Object:
-            if (type) walk(value, *type, path, out);
+            if (type) walk(value, *type, where, out);
             break;
         case Kind::ObjectList:
             if (type && value.is_array()) {
                 std::size_t index = 0;
-                for (const auto& item : value.as_array())
-                    walk(item, *type, path + "[" + std::to_string(index++) + "]", out);
+                for (const auto& item : value.as_array()) {
+                    const std::string byIndex = "[" + std::to_string(index) + "]";
+                    const std::string byKey = field.listKeys.empty() ? byIndex : itemKey(item, field.listKeys, index);
+                    walk(item, *type, {where.path + byIndex, where.keyPath + byKey}, out);
+                    ++index;
+                }
             }
             break;
         case Kind::ObjectMap:
             if (type && value.is_object()) {
-                for (const auto& item : value.as_object())
-                    walk(item.value(), *type, path + "[" + std::string(item.key()) + "]", out);
+                for (const auto& item : value.as_object()) {
+                    const std::string key = "[" + std::string(item.key()) + "]";
+                    walk(item.value(), *type, {where.path + key, where.keyPath + key}, out);
+                }
             }
             break;
         default:
@@ -43,16 +78,15 @@ void walkField(const boost::json::value& value, const Field& field, const std::s
     }
 }
 
-void walk(const boost::json::value& value, const Type& type, const std::string& path,
+void walk(const boost::json::value& value, const Type& type, const Where& where,
           std::vector<UnknownField>& out) {
     if (!value.is_object() || type.preserveUnknownFields) return;
     for (const auto& item : value.as_object()) {
-        const std::string where =
-            path.empty() ? std::string(item.key()) : path + "." + std::string(item.key());
+        const Where inner = where.field(item.key());
         if (const Field* field = findField(type, item.key())) {
-            walkField(item.value(), *field, where, out);
+            walkField(item.value(), *field, inner, out);
         } else {
-            out.push_back({where, &type});
+            out.push_back({inner.path, inner.keyPath, &type});
         }
     }
 }
@@ -118,7 +152,7 @@ std::string_view shortName(const Type& type) {
 std::vector<UnknownField> unknownFields(const boost::json::value& value, const Type& type,
                                         const std::string& prefix) {
     std::vector<UnknownField> out;
-    walk(value, type, prefix, out);
+    walk(value, type, {prefix, prefix}, out);
     return out;
 }
 

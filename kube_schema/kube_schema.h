@@ -30,6 +30,9 @@ struct Field {
     std::string_view name;
     Kind kind;
     int type;  // index in kTypes for Object, ObjectList and ObjectMap; -1 otherwise
+    // An ObjectList whose items are keyed (x-kubernetes-list-map-keys): the keys' names,
+    // sorted, comma-separated ("name"; "containerPort,protocol"); "" otherwise.
+    std::string_view listKeys;
 };
 
 struct Type {
@@ -54,6 +57,9 @@ std::string_view shortName(const Type& type);
 // update) or refuses (an apply, or fieldValidation=Strict).
 struct UnknownField {
     std::string path;  // "spec.containers[0].imagePullPolicyy", after `prefix`
+    // As a server-side apply names it, items of keyed lists by their keys:
+    // "spec.containers[name=\"c\"].imagePullPolicyy" (by index where an item lacks its keys).
+    std::string keyPath;
     const Type* in = nullptr;
 };
 

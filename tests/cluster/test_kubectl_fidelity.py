@@ -55,12 +55,21 @@ class KubectlAgainstDouble(unittest.TestCase):
         made = self.kubectl("create", "--validate=false", "-f", "-", stdin=json.dumps(pod))
         self.assertIn('Warning: unknown field "spec.containers[0].imagePullPolicyy"', made.stderr)
         self.assertNotIn("imagePullPolicyy", self.get_json("pod", "typo-created")["spec"]["containers"][0])
+        # Word for word what the real API server answers (tests/kube/test_kube_cluster_objects.py):
+        # items of keyed lists named by their keys.
         pod["metadata"]["name"] = "typo-applied"
-        applied = self.kubectl("apply", "--validate=false", "--server-side", "--field-manager=devlet-node-a",
-                               "-f", "-", stdin=json.dumps(pod), check=False)
-        self.assertNotEqual(applied.returncode, 0)
-        self.assertIn("failed to create typed patch object (devlet/typo-applied; /v1, Kind=Pod): "
-                      ".spec.containers[0].imagePullPolicyy: field not declared in schema", applied.stderr)
+        for container, error in [({"name": "c", "image": "nginx", "imagePullPolicyy": "Always"},
+                                  '.spec.containers[name="c"].imagePullPolicyy: field not declared in schema'),
+                                 ({"name": "c", "image": "nginx",
+                                   "ports": [{"containerPort": 80, "protocol": "TCP", "nme": "http"}]},
+                                  '.spec.containers[name="c"].ports[containerPort=80,protocol="TCP"].nme: '
+                                  "field not declared in schema")]:
+            pod["spec"]["containers"] = [container]
+            applied = self.kubectl("apply", "--validate=false", "--server-side", "--field-manager=devlet-node-a",
+                                   "-f", "-", stdin=json.dumps(pod), check=False)
+            self.assertNotEqual(applied.returncode, 0)
+            self.assertIn("failed to create typed patch object (devlet/typo-applied; /v1, Kind=Pod): " + error,
+                          applied.stderr)
         self.assertNotEqual(self.kubectl("get", "pod", "typo-applied", check=False).returncode, 0)
 
     def test_server_side_apply_creates_then_updates_a_lease(self):

@@ -971,11 +971,11 @@ private:
     static std::optional<Outcome> checkFields(const ResourceType& type, const std::string& validation,
                                               json::value& body, std::vector<std::string>& warnings) {
         if (!body.is_object()) return std::nullopt;
-        const std::vector<std::string> unknown = unknownFields(type, body.as_object());
+        const std::vector<UnknownFieldPath> unknown = unknownFields(type, body.as_object());
         if (unknown.empty()) return std::nullopt;
         std::string listed;
-        for (const std::string& path : unknown) {
-            const std::string one = "unknown field \"" + path + "\"";
+        for (const UnknownFieldPath& field : unknown) {
+            const std::string one = "unknown field \"" + field.path + "\"";
             listed += (listed.empty() ? "" : ", ") + one;
             if (validation != "Ignore" && validation != "Strict") warnings.push_back(one);
         }
@@ -991,11 +991,11 @@ private:
     static std::optional<Outcome> checkApplyFields(const ResourceType& type, const std::string& ns,
                                                    const std::string& name, const json::value& body) {
         if (!body.is_object()) return std::nullopt;
-        const std::vector<std::string> unknown = unknownFields(type, body.as_object());
+        const std::vector<UnknownFieldPath> unknown = unknownFields(type, body.as_object());
         if (unknown.empty()) return std::nullopt;
         std::string errors;
-        for (const std::string& path : unknown) {
-            errors += (unknown.size() > 1 ? "\n  ." : ".") + path + ": field not declared in schema";
+        for (const UnknownFieldPath& field : unknown) {
+            errors += (unknown.size() > 1 ? "\n  ." : ".") + field.keyPath + ": field not declared in schema";
         }
         if (unknown.size() > 1) errors = "errors:" + errors;
         const std::string message = "failed to create typed patch object (" + ns + "/" + name + "; " +

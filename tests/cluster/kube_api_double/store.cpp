@@ -493,15 +493,15 @@ bool topLevelField(std::string_view key) {
 
 }  // namespace
 
-std::vector<std::string> unknownFields(const ResourceType& type, const json::object& object) {
-    std::vector<std::string> out;
+std::vector<UnknownFieldPath> unknownFields(const ResourceType& type, const json::object& object) {
+    std::vector<UnknownFieldPath> out;
     if (!specType(type)) return out;
     for (const auto& item : object) {
         if (!topLevelField(item.key())) {
-            out.emplace_back(item.key());
+            out.push_back({std::string(item.key()), std::string(item.key())});
         } else if (const kube_schema::Type* part = partType(type, item.key())) {
             for (auto& unknown : kube_schema::unknownFields(item.value(), *part, std::string(item.key())))
-                out.push_back(std::move(unknown.path));
+                out.push_back({std::move(unknown.path), std::move(unknown.keyPath)});
         }
     }
     return out;

@@ -43,10 +43,16 @@ struct Outcome {
     json::value body;
 };
 
-// Fields the Kubernetes schema lacks in a Pod, Service or Job body, as upstream writes their
-// paths ("spec.containers[0].foo"); none for other resources. The schema is kube_schema's
-// table, generated from upstream's OpenAPI documents, so devlet and the double agree.
-std::vector<std::string> unknownFields(const ResourceType& type, const json::object& object);
+// Fields the Kubernetes schema lacks in a Pod, Service or Job body; none for other
+// resources. Each path as upstream writes it: `path` as a create's Warning does
+// ("spec.containers[0].foo"), `keyPath` as a server-side apply does
+// ("spec.containers[name=\"c\"].foo"). The schema is kube_schema's table, generated from
+// upstream's OpenAPI documents, so devlet and the double agree.
+struct UnknownFieldPath {
+    std::string path;
+    std::string keyPath;
+};
+std::vector<UnknownFieldPath> unknownFields(const ResourceType& type, const json::object& object);
 void dropUnknownFields(const ResourceType& type, json::object& object);
 
 // A Status object as the API server writes it.
