@@ -699,13 +699,6 @@ void ApiClient::replace(const std::string& path, const json::value& object, Resu
                             std::move(done), options));
 }
 
-void ApiClient::mergePatch(const std::string& path, const json::value& patch, ResultHandler done,
-                           CallOptions options) {
-    DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
-    impl_->enqueue(makeCall(http::verb::patch, path, json::serialize(patch), "application/merge-patch+json",
-                            false, std::move(done), options));
-}
-
 void ApiClient::apply(const std::string& path, const json::value& object, const std::string& fieldManager,
                       bool force, ResultHandler done, CallOptions options) {
     DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);

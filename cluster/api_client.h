@@ -121,8 +121,6 @@ public:
     // when stale).
     void replace(const std::string& path, const boost::json::value& object, ResultHandler done,
                  CallOptions call = {});
-    void mergePatch(const std::string& path, const boost::json::value& patch, ResultHandler done,
-                    CallOptions call = {});
     // Server-side apply (JSON is YAML, so the body is sent as application/apply-patch+yaml).
     void apply(const std::string& path, const boost::json::value& object, const std::string& fieldManager,
                bool force, ResultHandler done, CallOptions call = {});

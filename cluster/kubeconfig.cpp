@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
+#include "runtime/base64.h"
 #include "runtime/strict_yaml.h"
 
 namespace devlet::kube {
@@ -114,7 +115,7 @@ private:
                  std::string& out) {
         const std::string dataKey = key + "-data";
         if (YAML::Node data = node[dataKey]) {
-            auto decoded = decodeBase64(scalar(data));
+            auto decoded = base64Decode(scalar(data));
             if (!decoded || decoded->empty()) {
                 fail(where + "." + dataKey + " is not base64", lineOf(data));
                 return false;
@@ -253,48 +254,6 @@ std::string trimmed(std::string text) {
 
 }  // namespace
 
-std::optional<std::string> decodeBase64(const std::string& text) {
-    std::string out;
-    std::uint32_t bits = 0;
-    int count = 0;
-    int padding = 0;
-    for (char c : text) {
-        int value;
-        if (c >= 'A' && c <= 'Z')
-            value = c - 'A';
-        else if (c >= 'a' && c <= 'z')
-            value = c - 'a' + 26;
-        else if (c >= '0' && c <= '9')
-            value = c - '0' + 52;
-        else if (c == '+')
-            value = 62;
-        else if (c == '/')
-            value = 63;
-        else if (c == '=') {
-            ++padding;
-            continue;
-        } else if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-            continue;
-        else
-            return std::nullopt;
-        if (padding) return std::nullopt;  // data after padding
-        bits = (bits << 6) | static_cast<std::uint32_t>(value);
-        if (++count == 4) {
-            out.push_back(static_cast<char>((bits >> 16) & 0xff));
-            out.push_back(static_cast<char>((bits >> 8) & 0xff));
-            out.push_back(static_cast<char>(bits & 0xff));
-            bits = 0;
-            count = 0;
-        }
-    }
-    if (count == 1 || padding > 2) return std::nullopt;
-    if (count == 2) out.push_back(static_cast<char>((bits >> 4) & 0xff));
-    if (count == 3) {
-        out.push_back(static_cast<char>((bits >> 10) & 0xff));
-        out.push_back(static_cast<char>((bits >> 2) & 0xff));
-    }
-    return out;
-}
 
 std::string secretFileProblem(const std::string& path) {
     struct stat info {};

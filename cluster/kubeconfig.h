@@ -65,7 +65,5 @@ private:
     Stamp stamp_;
 };
 
-// Strict standard base64 (padding optional, whitespace ignored); nullopt when invalid.
-std::optional<std::string> decodeBase64(const std::string& text);
 
 }  // namespace devlet::kube

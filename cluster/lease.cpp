@@ -1,9 +1,8 @@
 #include "cluster/lease.h"
 
-#include <cstdio>
-#include <ctime>
-
 #include <boost/json.hpp>
+
+#include "runtime/rfc3339.h"
 
 namespace devlet::kube {
 
@@ -71,10 +70,6 @@ std::optional<Lease> parseLease(const json::object& root, std::string& error) {
     return lease;
 }
 
-std::string leaseBody(const Lease& lease, const std::string& ns) {
-    return json::serialize(leaseObject(lease, ns));
-}
-
 json::object leaseObject(const Lease& lease, const std::string& ns) {
     json::object metadata{{"name", lease.name}, {"namespace", ns}};
     json::object labels{{kManagedByLabel, kManagedByValue}};
@@ -98,16 +93,7 @@ std::string nodeLeaseName(const std::string& node) {
 }
 
 std::string microTime(std::chrono::system_clock::time_point when) {
-    const auto micros =
-        std::chrono::duration_cast<std::chrono::microseconds>(when.time_since_epoch()).count();
-    const std::time_t seconds = static_cast<std::time_t>(micros / 1000000);
-    std::tm utc{};
-    ::gmtime_r(&seconds, &utc);
-    char text[64];
-    std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", utc.tm_year + 1900,
-                  utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                  static_cast<long long>(micros % 1000000));
-    return text;
+    return rfc3339(when, TimePrecision::Microseconds);
 }
 
 }  // namespace devlet::kube

@@ -44,7 +44,6 @@ std::optional<Lease> parseLease(const std::string& json, std::string& error);  /
 // The JSON body to create or replace a Lease: metadata (name, namespace, labels and, for a
 // replace, the resourceVersion) and spec. Times are written as MicroTime.
 boost::json::object leaseObject(const Lease& lease, const std::string& ns);
-std::string leaseBody(const Lease& lease, const std::string& ns);  // its text
 
 // RFC 3339 with microseconds in UTC ("2026-11-25T15:04:05.123456Z"), as the API's
 // MicroTime is written.

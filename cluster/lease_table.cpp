@@ -1,7 +1,6 @@
 #include "cluster/lease_table.h"
 
 #include <algorithm>
-#include <set>
 
 namespace devlet::kube {
 
@@ -48,17 +47,6 @@ void LeaseTable::vanished(const std::string& name, Clock::time_point now) {
     }
     if (!it->second.vanished) it->second = Seen{it->second.lease, now, true};
     it->second.lease.resourceVersion.clear();
-}
-
-void LeaseTable::replaceAll(const std::vector<Lease>& leases, Clock::time_point now) {
-    std::set<std::string> listed;
-    for (const Lease& lease : leases) listed.insert(lease.name);
-    std::vector<std::string> missing;
-    for (const auto* known : {&slots_, &nodes_})
-        for (const auto& [name, seen] : *known)
-            if (!listed.contains(name)) missing.push_back(name);
-    for (const std::string& name : missing) vanished(name, now);
-    for (const Lease& lease : leases) seen(lease, now);
 }
 
 std::uint64_t LeaseTable::run(Clock::time_point now) const {

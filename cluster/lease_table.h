@@ -52,11 +52,6 @@ public:
     // duration from now (an API server that lost its state: the holder writes it again
     // first); anything else is gone.
     void vanished(const std::string& name, Clock::time_point now);
-    // A fresh list replaces everything seen; a Lease unchanged since it was last seen keeps
-    // the time it was first seen so, so a relist does not extend another node's hold. A
-    // slot another node held that the list lacks stays held for its duration from now (an
-    // API server that lost its state: the holder writes it again).
-    void replaceAll(const std::vector<Lease>& leases, Clock::time_point now);
 
     // This node's own writes. A run number names an unbroken run of confirmations of the
     // node Lease; 0 is none.

@@ -1,5 +1,6 @@
 #include "cluster/secrets.h"
 
+#include "runtime/base64.h"
 #include "runtime/log.h"
 
 namespace devlet::kube {
@@ -29,10 +30,12 @@ Secrets::~Secrets() {
 }
 
 void Secrets::stop() {
+    loopThread_.check();
     for (auto& [name, watched] : watched_) watched->informer->stop();
 }
 
 void Secrets::want(const std::set<SecretName>& names) {
+    loopThread_.check();
     for (auto it = watched_.begin(); it != watched_.end();) {
         if (names.count(it->first)) {
             ++it;
@@ -77,7 +80,7 @@ void Secrets::dataChanged(Watched& watched, const json::object* secret) {
             for (const auto& [key, value] : data->as_object()) {
                 if (!value.is_string()) continue;
                 // The API always sends base64; a value that is not is no value.
-                if (auto decoded = decodeBase64(std::string(value.as_string())))
+                if (auto decoded = base64Decode(std::string(value.as_string())))
                     watched.data[std::string(key)] = std::move(*decoded);
             }
         }
@@ -90,6 +93,7 @@ void Secrets::notify() {
 }
 
 ResolvedProperties Secrets::resolve(const std::vector<PropertyReference>& references) const {
+    loopThread_.check();
     ResolvedProperties resolved;
     for (const PropertyReference& reference : references) {
         if (!reference.secret) continue;
@@ -119,6 +123,7 @@ ResolvedProperties Secrets::resolve(const std::vector<PropertyReference>& refere
 }
 
 std::vector<Secrets::State> Secrets::states() const {
+    loopThread_.check();
     std::vector<State> states;
     for (const auto& [name, watched] : watched_) {
         State state;

@@ -19,6 +19,7 @@
 
 #include "cluster/api_client.h"
 #include "runtime/configuration.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::kube {
 
@@ -65,6 +66,7 @@ private:
     ApiClient& client_;
     std::map<SecretName, std::unique_ptr<Watched>> watched_;
     std::function<void()> changed_;
+    ThreadBound loopThread_;  // every public member is called on the loop thread
 };
 
 // The Secrets the configurations' references name.

@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 
 #include <boost/json.hpp>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cluster/kubeconfig.h"
+#include "runtime/base64.h"
+#include "runtime/rfc3339.h"
 
 namespace devlet::kube {
 
@@ -22,16 +22,6 @@ constexpr std::int64_t kDay = 24 * 60 * 60;
 // The API server refuses a TokenRequest for less (spec.expirationSeconds).
 constexpr std::int64_t kShortestLifetime = 10 * 60;
 
-// base64url without padding (RFC 7515) through the one base64 decoder of cluster/.
-std::optional<std::string> decodeBase64Url(std::string text) {
-    for (char& c : text) {
-        if (c == '+' || c == '/' || c == '=' || c == ' ' || c == '\n' || c == '\r' || c == '\t')
-            return std::nullopt;
-        if (c == '-') c = '+';
-        if (c == '_') c = '/';
-    }
-    return decodeBase64(text);
-}
 
 std::optional<std::int64_t> seconds(const json::object& payload, const char* key) {
     const json::value* v = payload.if_contains(key);
@@ -57,7 +47,7 @@ TokenClaims readTokenClaims(const std::string& token) {
         claims.problem = "not a JSON Web Token";
         return claims;
     }
-    auto payloadText = decodeBase64Url(token.substr(first + 1, second - first - 1));
+    auto payloadText = base64UrlDecode(token.substr(first + 1, second - first - 1));
     if (!payloadText) {
         claims.problem = "not a JSON Web Token (its payload is not base64url)";
         return claims;
@@ -190,12 +180,7 @@ std::string replaceFileDurably(const std::string& path, const std::string& text)
 }
 
 std::string formatUnixTime(std::int64_t seconds) {
-    const std::time_t t = static_cast<std::time_t>(seconds);
-    std::tm tm{};
-    ::gmtime_r(&t, &tm);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return text;
+    return rfc3339(std::chrono::system_clock::time_point(std::chrono::seconds(seconds)), TimePrecision::Seconds);
 }
 
 }  // namespace devlet::kube

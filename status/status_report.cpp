@@ -4,10 +4,11 @@
 #include <array>
 #include <cctype>
 #include <chrono>
-#include <ctime>
 #include <map>
 
 #include <boost/json.hpp>
+
+#include "runtime/rfc3339.h"
 
 namespace devlet::status {
 
@@ -557,14 +558,8 @@ Readiness readiness(const StatusSnapshot& s) {
 
 std::string isoTime(std::int64_t ms) {
     if (ms == 0) return {};
-    const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-    std::tm tm{};
-    gmtime_r(&seconds, &tm);
-    char buffer[40];
-    const std::size_t n = std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &tm);
-    char millis[8];
-    std::snprintf(millis, sizeof millis, ".%03dZ", static_cast<int>(ms % 1000));
-    return std::string(buffer, n) + millis;
+    return rfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)),
+                   TimePrecision::Milliseconds);
 }
 
 std::string apiJson(std::string_view what, const StatusSnapshot& snapshot,

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -310,10 +311,9 @@ CredentialStore CredentialStore::fromAkriProperties(const std::map<std::string, 
             if (credential.username.empty()) continue;
             const YAML::Node encoded = entry["base64encoded"];
             if (encoded && encoded.IsScalar() && encoded.Scalar() == "true") {
-                const std::string decoded = base64Decode(credential.password);
-                if (decoded.empty() && !credential.password.empty())
-                    notes.push_back("the password for camera " + uuid + " in " + name + " is not base64");
-                credential.password = decoded;
+                const std::optional<std::string> decoded = base64Decode(credential.password);
+                if (!decoded) notes.push_back("the password for camera " + uuid + " in " + name + " is not base64");
+                credential.password = decoded.value_or("");
             }
             store.cameras_[uuid] = std::move(credential);
         }

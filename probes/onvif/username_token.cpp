@@ -1,37 +1,11 @@
 #include "probes/onvif/username_token.h"
 
-#include <cstdio>
-#include <ctime>
-
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include "runtime/rfc3339.h"
+
 namespace devlet::onvif {
-
-std::string base64Encode(const std::string& bytes) {
-    std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                  reinterpret_cast<const unsigned char*>(bytes.data()), int(bytes.size()));
-    out.resize(n < 0 ? 0 : std::size_t(n));
-    return out;
-}
-
-std::string base64Decode(const std::string& text) {
-    if (text.empty() || text.size() % 4 != 0) return "";
-    std::string out(3 * text.size() / 4 + 1, '\0');
-    const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                  reinterpret_cast<const unsigned char*>(text.data()), int(text.size()));
-    if (n < 0) return "";
-    std::size_t size = std::size_t(n);
-    // EVP_DecodeBlock counts the padding as zero bytes.
-    if (text.ends_with("=="))
-        size -= 2;
-    else if (text.ends_with("="))
-        size -= 1;
-    out.resize(size);
-    return out;
-}
 
 std::string passwordDigest(const std::string& nonce, const std::string& created,
                            const std::string& password) {
@@ -42,14 +16,7 @@ std::string passwordDigest(const std::string& nonce, const std::string& created,
 }
 
 std::string formatCreated(std::chrono::system_clock::time_point time) {
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(time.time_since_epoch()).count();
-    const std::time_t seconds = std::time_t(ms / 1000);
-    std::tm utc{};
-    gmtime_r(&seconds, &utc);
-    char text[96];
-    std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
-                  utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, int(ms % 1000));
-    return text;
+    return rfc3339(time, TimePrecision::Milliseconds);
 }
 
 std::chrono::milliseconds tokenClockOffset(std::chrono::milliseconds cameraOffset) {

@@ -13,6 +13,8 @@
 #include <chrono>
 #include <string>
 
+#include "runtime/base64.h"
+
 namespace devlet::onvif {
 
 struct UsernameToken {
@@ -21,10 +23,6 @@ struct UsernameToken {
     std::string nonce;           // Base64
     std::string created;         // YYYY-MM-DDThh:mm:ss.sssZ
 };
-
-std::string base64Encode(const std::string& bytes);
-// nullopt-free: invalid input decodes to an empty string.
-std::string base64Decode(const std::string& text);
 
 // Base64(SHA1(nonce + created + password)); `nonce` as raw bytes.
 std::string passwordDigest(const std::string& nonce, const std::string& created, const std::string& password);

@@ -172,13 +172,5 @@ TEST(Kubeconfig, ReadsATokenFileAgainWhenItChanges) {
     EXPECT_NE(error.find("is empty"), std::string::npos);
 }
 
-TEST(Kubeconfig, DecodesBase64Strictly) {
-    EXPECT_EQ(decodeBase64("aGVsbG8=").value_or("?"), "hello");
-    EXPECT_EQ(decodeBase64("aGVs\nbG8").value_or("?"), "hello");
-    EXPECT_FALSE(decodeBase64("aGV*"));
-    EXPECT_FALSE(decodeBase64("a"));
-    EXPECT_FALSE(decodeBase64("aG==VsbG8"));
-}
-
 }  // namespace
 }  // namespace devlet::kube

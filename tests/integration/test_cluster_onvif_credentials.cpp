@@ -13,7 +13,7 @@
 
 #include <boost/json.hpp>
 
-#include "probes/onvif/username_token.h"
+#include "runtime/base64.h"
 #include "tests/cluster/kube_double_fixture.h"
 #include "tests/integration/onvif_lab_test.h"
 #include "tests/status/status_test_support.h"
@@ -126,7 +126,7 @@ protected:
                             {"metadata", {{"name", "onvif-auth-secret"}, {"namespace", "cams"}}},
                             {"type", "Opaque"}};
         json::object encoded;
-        for (const auto& [key, value] : data) encoded[key] = onvif::base64Encode(value);
+        for (const auto& [key, value] : data) encoded[key] = base64Encode(value);
         secret["data"] = std::move(encoded);
         const auto answer =
             replace

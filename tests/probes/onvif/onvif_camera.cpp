@@ -526,7 +526,7 @@ int requireAuth(struct soap* soap) {
               token->Nonce->__item && token->wsu__Created && options.user == token->Username;
     if (ok) {
         const std::string expected =
-            passwordDigest(base64Decode(token->Nonce->__item), token->wsu__Created, options.password);
+            passwordDigest(devlet::base64Decode(token->Nonce->__item).value_or(""), token->wsu__Created, options.password);
         ok = expected == token->Password->__item;
     }
     if (ok) {
