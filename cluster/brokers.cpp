@@ -172,6 +172,7 @@ Brokers::~Brokers() {
 }
 
 void Brokers::start() {
+    loopThread_.check();
     started_ = true;
     inventoryChanged();
 }
@@ -209,6 +210,7 @@ void Brokers::startWatching() {
 }
 
 void Brokers::stop() {
+    loopThread_.check();
     *alive_ = false;
     for (auto* informer : {&pods_, &services_, &jobs_}) {
         if (*informer) (*informer)->stop();
@@ -244,6 +246,7 @@ void Brokers::readNode() {
 }
 
 void Brokers::inventoryChanged() {
+    loopThread_.check();
     if (reconcileScheduled_) return;
     reconcileScheduled_ = true;
     boost::asio::post(loop_, [this, alive = std::weak_ptr<bool>(alive_)] {
@@ -623,6 +626,7 @@ void Brokers::objectGone(const std::string& resource, const boost::json::object&
 }
 
 std::vector<Brokers::Broker> Brokers::brokers() const {
+    loopThread_.check();
     std::vector<Broker> out;
     if (!pods_) return out;
     for (const auto& [name, pod] : pods_->objects()) {

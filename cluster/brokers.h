@@ -23,6 +23,7 @@
 
 #include "cluster/api_client.h"
 #include "runtime/inventory.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::kube {
 
@@ -180,6 +181,7 @@ private:
     State state_;
     std::function<void()> stateChanged_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // false once stopped
+    ThreadBound loopThread_;  // every public member is called on the loop thread
 };
 
 }  // namespace devlet::kube

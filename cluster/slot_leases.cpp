@@ -69,6 +69,7 @@ SlotLeases::~SlotLeases() {
 }
 
 void SlotLeases::start() {
+    loopThread_.check();
     Informer::Handlers handlers;
     handlers.added = [this](const json::object& o) { leaseSeen(o); };
     handlers.modified = [this](const json::object& o) { leaseSeen(o); };
@@ -101,6 +102,7 @@ void SlotLeases::start() {
 }
 
 void SlotLeases::stop() {
+    loopThread_.check();
     *alive_ = false;
     if (informer_) informer_->stop();
     tickTimer_.cancel();
@@ -154,6 +156,7 @@ Lease SlotLeases::ownLease(const std::string& slotId, const Lease* previous) con
 }
 
 std::string SlotLeases::problem() const {
+    loopThread_.check();
     return apiCurrent() ? std::string() : unavailableReason();
 }
 
@@ -163,6 +166,7 @@ CallOptions SlotLeases::callFor(const std::shared_ptr<Take>& take) const {
 }
 
 void SlotLeases::take(const std::vector<std::string>& slotIds, std::function<void(Outcome)> done) {
+    loopThread_.check();
     auto take = std::make_shared<Take>();
     take->pending = slotIds.size();
     take->done = std::move(done);
@@ -340,6 +344,7 @@ void SlotLeases::write(const std::string& slotId, const std::optional<Lease>& pr
 }
 
 void SlotLeases::release(const std::string& slotId) {
+    loopThread_.check();
     releasing_.insert(slotId);
     deleteLease(slotId);
 }

@@ -28,6 +28,7 @@
 #include "cluster/lease_table.h"
 #include "runtime/inventory.h"
 #include "runtime/shared_slots.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::kube {
 
@@ -141,6 +142,7 @@ private:
     State state_;
     std::function<void()> stateChanged_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // false once stopped
+    ThreadBound loopThread_;  // every public member is called on the loop thread
 };
 
 }  // namespace devlet::kube

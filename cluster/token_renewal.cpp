@@ -44,11 +44,13 @@ TokenRenewal::~TokenRenewal() {
 }
 
 void TokenRenewal::stop() {
+    loopThread_.check();
     lifetime_.end();
     timer_.cancel();
 }
 
 std::string TokenRenewal::describe() const {
+    loopThread_.check();
     switch (state_.kind) {
         case State::Kind::NotAToken:
             return "not a token (a client certificate)";
@@ -68,6 +70,7 @@ std::string TokenRenewal::describe() const {
 }
 
 void TokenRenewal::start() {
+    loopThread_.check();
     const Kubeconfig& config = sender_.config();
     if (!config.tokenFile.empty()) {
         state_.kind = State::Kind::TokenFile;

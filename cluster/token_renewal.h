@@ -17,6 +17,7 @@
 #include "cluster/api_client.h"
 #include "cluster/service_account_token.h"
 #include "runtime/lifetime.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::kube {
 
@@ -77,6 +78,7 @@ private:
     bool inFlight_ = false;
     Lifetime lifetime_;  // ended by stop()
     std::function<void()> changed_;
+    ThreadBound loopThread_;  // every public member is called on the loop thread
 };
 
 }  // namespace devlet::kube
