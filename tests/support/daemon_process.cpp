@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,8 +71,13 @@ void DaemonProcess::start(const std::vector<std::string>& extra) {
     std::vector<char*> argv = pointers(args);
     std::vector<char*> envp = pointers(env);
     const int logFd = ::open(logFile().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    const pid_t parent = ::getpid();
     pid_ = fork();
     if (pid_ == 0) {
+        // A test that crashes takes its daemon with it: no devlet is left running. (The
+        // signal follows the thread that forked; tests start daemons from their main thread.)
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) _exit(127);  // gone before the line above
         dup2(logFd, 2);
         dup2(logFd, 1);
         execve(argv[0], argv.data(), envp.data());
