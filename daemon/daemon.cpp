@@ -115,7 +115,8 @@ void Daemon::serve() {
     // Published from the loop after the work at hand: Allocate answers first.
     inventory_->setPublishScheduler(
         [this](std::function<void()> publish) { boost::asio::post(loop_, std::move(publish)); });
-    host_.setInventory(*inventory_);
+    arbiter_ = std::make_unique<SlotArbiter>(*inventory_);
+    host_.setInventory(*inventory_, *arbiter_);
     host_.onAllRegistered = [this] { updateStatus(); };
     log.info() << "devlet " << DEVLET_VERSION << " on node " << settings_.nodeName << "; configurations in "
                << settings_.confDir << ", state in " << settings_.stateDir;

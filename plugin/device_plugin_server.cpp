@@ -41,8 +41,13 @@ bool parse(std::string_view bytes, Message& message) {
 }  // namespace
 
 DevicePluginServer::DevicePluginServer(std::string resource, bool preferredAllocation,
-                                       boost::asio::io_context& loop, Inventory& inventory)
-    : resource_(std::move(resource)), preferred_(preferredAllocation), loop_(loop), inventory_(inventory) {}
+                                       boost::asio::io_context& loop, Inventory& inventory,
+                                       SlotArbiter& arbiter)
+    : resource_(std::move(resource)),
+      preferred_(preferredAllocation),
+      loop_(loop),
+      inventory_(inventory),
+      arbiter_(arbiter) {}
 
 DevicePluginServer::~DevicePluginServer() {
     loopThread_.release();
@@ -148,8 +153,8 @@ void DevicePluginServer::onCall(rpc::GrpcConnection& connection, std::int32_t st
             options.set_get_preferred_allocation_available(preferred_);
             response = options.SerializeAsString();
         } else if (name == "Allocate") {
-            if (allocateAfterLeases(connection, stream, request)) return;
-            status = allocate(request, response);
+            allocate(connection, stream, request);
+            return;
         } else if (name == "GetPreferredAllocation") {
             status = preferredAllocation(request, response);
         } else if (name == "PreStartContainer") {
@@ -167,80 +172,45 @@ void DevicePluginServer::onCall(rpc::GrpcConnection& connection, std::int32_t st
     }
 }
 
-bool DevicePluginServer::allocateAfterLeases(rpc::GrpcConnection& connection, std::int32_t stream,
-                                             std::string_view request) {
-    SharedSlotGate* gate = inventory_.sharedSlotGate();
-    if (!gate) return false;
+void DevicePluginServer::allocate(rpc::GrpcConnection& connection, std::int32_t stream,
+                                  std::string_view request) {
     v1beta1::AllocateRequest in;
-    if (!parse(request, in)) return false;  // allocate() refuses it
-    std::vector<std::vector<std::string>> containers;
+    if (!parse(request, in)) {
+        connection.fail(stream, {rpc::GrpcCode::InvalidArgument, "malformed AllocateRequest"});
+        return;
+    }
+    // The kubelet sends one container per call, but the API allows several: they are one
+    // decision, all granted or none, and the arbiter's.
+    SlotArbiter::Request asked;
+    asked.resource = resource_;
     for (const auto& container : in.container_requests())
-        containers.emplace_back(container.devices_ids().begin(), container.devices_ids().end());
-    std::vector<std::string> shared = inventory_.sharedSlotsIn(resource_, containers);
-    if (shared.empty()) return false;
+        asked.containers.emplace_back(container.devices_ids().begin(), container.devices_ids().end());
     std::weak_ptr<rpc::GrpcConnection> weak;
     for (const auto& c : connections_) {
         if (c.get() == &connection) weak = c;
     }
-    std::vector<std::string> newlyTaken;
-    for (const std::string& id : shared) {
-        if (!inventory_.slotHeld(id)) newlyTaken.push_back(id);
-    }
-    // The inventory and the gate outlive every device plugin; this server may not.
-    gate->take(shared, [this, self = std::weak_ptr<DevicePluginServer*>(self_), &inventory = inventory_, weak,
-                        stream, request = std::string(request), newlyTaken, gate](Outcome taken) {
-        // Slots taken for a call that is not granted go back at once, so that no Lease
-        // outlives its reason; one a container here holds meanwhile is kept.
-        auto giveBack = [&] {
-            for (const std::string& id : newlyTaken) {
-                if (!inventory.slotHeld(id)) gate->release(id);
-            }
-        };
+    // The answer may come after an awaited step (cluster mode): the call, the connection or
+    // this server may be gone by then.
+    auto answering = [self = std::weak_ptr<DevicePluginServer*>(self_), weak, stream]()
+        -> std::shared_ptr<rpc::GrpcConnection> {
         auto connection = weak.lock();
-        if (self.expired() || !connection || !connection->awaiting(stream)) {
-            if (taken) giveBack();
+        if (self.expired() || !connection || !connection->awaiting(stream)) return nullptr;
+        return connection;
+    };
+    asked.stillWanted = [answering] { return answering() != nullptr; };
+    arbiter_.allocate(std::move(asked), [this, answering, stream](SlotArbiter::Decision decision) {
+        auto connection = answering();
+        if (!connection) return;
+        if (auto* refused = std::get_if<AllocationRefused>(&decision)) {
+            log.warning() << "Allocate " << resource_ << " refused: " << refused->message;
+            connection->fail(stream, {rpc::GrpcCode::FailedPrecondition, refused->message});
             return;
         }
-        if (!taken) {
-            log.warning() << "Allocate " << resource_ << " refused: " << taken.error();
-            connection->fail(stream, {rpc::GrpcCode::FailedPrecondition, taken.error()});
-            return;
-        }
-        std::string response;
-        rpc::GrpcStatus status;
-        try {
-            status = allocate(request, response);
-        } catch (const std::exception& e) {
-            status = {rpc::GrpcCode::Internal, e.what()};
-        }
-        if (status.code == rpc::GrpcCode::Ok) {
-            connection->reply(stream, response);
-        } else {
-            giveBack();
-            connection->fail(stream, status);
-        }
+        v1beta1::AllocateResponse out;
+        for (const ContainerGrant& grant : std::get<std::vector<ContainerGrant>>(decision))
+            fillResponse(grant, *out.add_container_responses());
+        connection->reply(stream, out.SerializeAsString());
     });
-    return true;
-}
-
-rpc::GrpcStatus DevicePluginServer::allocate(std::string_view request, std::string& response) {
-    v1beta1::AllocateRequest in;
-    if (!parse(request, in)) return {rpc::GrpcCode::InvalidArgument, "malformed AllocateRequest"};
-    // The kubelet sends one container per call, but the API allows several: they are one
-    // decision, all granted or none.
-    std::vector<std::vector<std::string>> containers;
-    for (const auto& container : in.container_requests())
-        containers.emplace_back(container.devices_ids().begin(), container.devices_ids().end());
-    auto result = inventory_.allocateContainers(resource_, containers);
-    if (auto* refused = std::get_if<AllocationRefused>(&result)) {
-        log.warning() << "Allocate " << resource_ << " refused: " << refused->message;
-        return {rpc::GrpcCode::FailedPrecondition, refused->message};
-    }
-    v1beta1::AllocateResponse out;
-    for (const ContainerGrant& grant : std::get<std::vector<ContainerGrant>>(result))
-        fillResponse(grant, *out.add_container_responses());
-    response = out.SerializeAsString();
-    return {};
 }
 
 rpc::GrpcStatus DevicePluginServer::preferredAllocation(std::string_view request,

@@ -2,7 +2,7 @@
 // One kubelet device plugin: a listening unix socket of its own serving one
 // resource's GetDevicePluginOptions, ListAndWatch, Allocate, GetPreferredAllocation
 // and PreStartContainer over gRPC (GrpcConnection). Everything runs on the loop
-// thread, where the Inventory decides: an Allocate is answered in the same turn of
+// thread, where the SlotArbiter decides: an Allocate is answered in the same turn of
 // the loop that read it, with no thread handoff (in cluster mode, one naming slots of a
 // shared device once cluster mode has taken them).
 
@@ -15,6 +15,7 @@
 #include "grpc/grpc_connection.h"
 #include "runtime/inventory.h"
 #include "runtime/outcome.h"
+#include "runtime/slot_arbiter.h"
 #include "runtime/thread_bound.h"
 
 namespace boost::asio {
@@ -26,7 +27,7 @@ namespace devlet::plugin {
 class DevicePluginServer : private rpc::GrpcConnection::Service {
 public:
     DevicePluginServer(std::string resource, bool preferredAllocation, boost::asio::io_context& loop,
-                       Inventory& inventory);
+                       Inventory& inventory, SlotArbiter& arbiter);
     ~DevicePluginServer() override;
     DevicePluginServer(const DevicePluginServer&) = delete;
     DevicePluginServer& operator=(const DevicePluginServer&) = delete;
@@ -53,10 +54,9 @@ private:
                 std::string_view request) override;
     void onStreamClosed(rpc::GrpcConnection& connection, std::int32_t stream) override;
     void onDisconnected(rpc::GrpcConnection& connection) override;
-    rpc::GrpcStatus allocate(std::string_view request, std::string& response);
-    // In cluster mode, an Allocate naming slots of shared devices is answered once their
-    // Leases are taken (one API round trip): false when the call needs none.
-    bool allocateAfterLeases(rpc::GrpcConnection& connection, std::int32_t stream, std::string_view request);
+    // Parses the call, asks the arbiter, and answers when it has decided (at once, or in
+    // cluster mode once the slot Leases of shared devices are taken).
+    void allocate(rpc::GrpcConnection& connection, std::int32_t stream, std::string_view request);
     rpc::GrpcStatus preferredAllocation(std::string_view request, std::string& response) const;
     void dropClosedConnections();
 
@@ -64,6 +64,7 @@ private:
     bool preferred_;
     boost::asio::io_context& loop_;
     Inventory& inventory_;
+    SlotArbiter& arbiter_;
     std::string socketPath_;
     rpc::GrpcFrame latest_;
     std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;

@@ -186,7 +186,7 @@ std::string PluginHost::socketPathFor(const std::string& resource) {
 }
 
 void PluginHost::registerPlugin(const std::string& resource, Plugin& plugin) {
-    if (!kubeletPresent_ || stopped_ || !inventory_) return;
+    if (!kubeletPresent_ || stopped_ || !inventory_ || !arbiter_) return;
     if (inFlight_ >= kRegistrationWindow) {
         if (plugin.registration != Plugin::Registration::Queued) queued_.push_back(resource);
         setRegistration(plugin, Plugin::Registration::Queued);
@@ -194,7 +194,7 @@ void PluginHost::registerPlugin(const std::string& resource, Plugin& plugin) {
     }
     plugin.server.reset();
     auto server = std::make_unique<DevicePluginServer>(resource, inventory_->isConfigurationLevel(resource),
-                                                       loop_, *inventory_);
+                                                       loop_, *inventory_, *arbiter_);
     const std::string path = socketPathFor(resource);
     if (auto outcome = server->start(path); !outcome) {
         log.error() << outcome.error();

@@ -19,6 +19,7 @@
 #include "runtime/file_watch.h"
 #include "runtime/inventory.h"
 #include "runtime/lifetime.h"
+#include "runtime/slot_arbiter.h"
 #include "runtime/thread_bound.h"
 
 namespace devlet::rpc {
@@ -36,8 +37,12 @@ public:
     PluginHost(boost::asio::io_context& loop, FileWatch& watch, std::string devicePluginDir);
     ~PluginHost() override;
 
-    // The inventory answers Allocate; set before start().
-    void setInventory(Inventory& inventory) { inventory_ = &inventory; }
+    // The inventory offers the devices and the arbiter decides Allocate (borrowed; both
+    // outlive the host's plugins); set before start().
+    void setInventory(Inventory& inventory, SlotArbiter& arbiter) {
+        inventory_ = &inventory;
+        arbiter_ = &arbiter;
+    }
     void start();
     // Withdraws every plugin and removes its socket (SIGTERM).
     void stop();
@@ -102,6 +107,7 @@ private:
     FileWatch& watch_;
     std::string dir_;
     Inventory* inventory_ = nullptr;
+    SlotArbiter* arbiter_ = nullptr;
     std::unique_ptr<rpc::GrpcChannel> kubelet_;  // Registration, on kubelet.sock
     bool kubeletPresent_ = false;
     // (st_dev, st_ino) of the kubelet.sock registered with: a new one means a new kubelet.

@@ -33,6 +33,7 @@ SlotLedger::SlotLedger(Store* store, const Clock& clock, Listener& listener)
     : store_(store), clock_(clock), listener_(listener) {}
 
 void SlotLedger::restore() {
+    loopThread_.check();
     if (!store_) return;
     std::map<std::string, std::string> deviceIds;
     for (const StoredInstance& instance : store_->instances()) deviceIds[instance.name] = instance.id;
@@ -110,7 +111,16 @@ std::string SlotLedger::instanceDeviceId(const std::string& instance) const {
 }
 
 Outcome SlotLedger::hold(const std::vector<Slot>& slots, const std::string& instanceDeviceId) {
+    loopThread_.check();
     if (slots.empty()) return Outcome::ok();
+    // Never a second holder: a slot held through one resource is not held through another
+    // until it is released (the store refuses it too).
+    for (const Slot& slot : slots) {
+        if (const Held* existing = find(slot.instance, slot.index);
+            existing && existing->slot.holderResource != slot.holderResource)
+            return Outcome::failure("slot " + slot.deviceId + " is already held through " +
+                                    existing->slot.holderResource + "; one slot is never given twice");
+    }
     // The holders are durable (one transaction, synced) before anyone hears "yes": a crash
     // or a power loss after this point can never lead to a slot given twice.
     if (store_) {
@@ -133,6 +143,7 @@ Outcome SlotLedger::hold(const std::vector<Slot>& slots, const std::string& inst
 }
 
 void SlotLedger::confirm(const std::string& instance, int index) {
+    loopThread_.check();
     if (Held* held = find(instance, index)) held->lastConfirmed = clock_.steady();
 }
 
@@ -174,6 +185,7 @@ bool SlotLedger::release(const std::string& instance, int index, bool placed) {
 
 bool SlotLedger::reconcile(const KubeletEvidence& evidence, std::chrono::milliseconds grace,
                            const Locate& locate, const Placed& placed) {
+    loopThread_.check();
     podsHeld_.clear();
     checkpointHeld_.clear();
     lastHolders_.clear();
@@ -276,6 +288,7 @@ void SlotLedger::adopt(const std::vector<PodDevice>& reported, const std::string
 }
 
 void SlotLedger::adoptKnownHolders(const std::string& instance, const Locate& locate) {
+    loopThread_.check();
     std::vector<PodDevice> reported;
     for (auto [it, end] = lastHolders_.equal_range(instance); it != end; ++it) reported.push_back(it->second);
     if (reported.empty()) return;

@@ -1,7 +1,9 @@
 #pragma once
-// Who holds which capacity slot, through which resource: the one place that enforces
-// "never twice". Every hold and release is written to the store before it counts, and
-// every change of holder is handed to the ledger's listener. It also weighs what the
+// Who holds which capacity slot, through which resource. It refuses a second holder itself
+// ("never twice"; the store refuses it again) and is the only writer of holds; requests
+// for slots are decided by the slot arbiter and reach it through the inventory. Every hold
+// and release is written to the store before it counts, and every change of holder is
+// handed to the ledger's listener. It also weighs what the
 // kubelet says (PodResources, its device checkpoint): a slot is adopted when the kubelet
 // reports it held, and released only on positive evidence (docs/guarantees.md).
 // It knows nothing of configurations or discovery: the inventory says where a slot is.
@@ -19,6 +21,7 @@
 #include "runtime/clock.h"
 #include "runtime/outcome.h"
 #include "runtime/slot.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet {
 
@@ -100,7 +103,8 @@ public:
 
     // --- changing ----------------------------------------------------------------
     // Holds the slots through their `holderResource`: durable first (one synced
-    // transaction), then in memory. Nothing is held when the store refuses.
+    // transaction), then in memory. Nothing is held when one of them is held through
+    // another resource already, or when the store refuses.
     Outcome hold(const std::vector<Slot>& slots, const std::string& instanceDeviceId = {});
     // The holder was just confirmed (an Allocate for the slot it holds).
     void confirm(const std::string& instance, int index);
@@ -148,6 +152,7 @@ private:
     std::set<std::string> reportedConflicts_;
     std::set<std::string> conflictsNow_;  // seen by the adoption under way
     std::uint64_t revision_ = 0;
+    ThreadBound loopThread_;  // every public member is called on the loop thread
 };
 
 // "<instance>-<k>" -> ("<instance>", k); k = -1 when the id has no slot suffix.

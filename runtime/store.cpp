@@ -73,13 +73,15 @@ CREATE TABLE events (
 )sql",
 };
 
+// A slot held again through the same resource is updated; one held through another
+// resource is left as it is (no row changes), and holdSlots refuses the whole call.
 constexpr std::string_view kUpsertSlot = R"sql(
 INSERT INTO slots (device_id, instance, configuration, idx, holder_resource, since_ms, pod, pod_namespace)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (device_id) DO UPDATE SET
     instance = excluded.instance, configuration = excluded.configuration, idx = excluded.idx,
-    holder_resource = excluded.holder_resource, since_ms = excluded.since_ms,
-    pod = excluded.pod, pod_namespace = excluded.pod_namespace)sql";
+    since_ms = excluded.since_ms, pod = excluded.pod, pod_namespace = excluded.pod_namespace
+WHERE slots.holder_resource = excluded.holder_resource)sql";
 constexpr std::string_view kDeleteSlot = "DELETE FROM slots WHERE device_id = ?";
 constexpr std::string_view kSetSlotPod = "UPDATE slots SET pod = ?, pod_namespace = ? WHERE device_id = ?";
 constexpr std::string_view kSelectSlots = R"sql(
@@ -633,6 +635,7 @@ sqlite3_stmt* Store::statement(std::string_view sql) const {
 }
 
 Outcome Store::holdSlots(const std::vector<Slot>& slots) {
+    loopThread_.check();
     if (slots.empty()) return Outcome::ok();
     if (auto outcome = syncEachCommit(true); !outcome) return outcome;
     Transaction transaction(db_);
@@ -644,11 +647,17 @@ Outcome Store::holdSlots(const std::vector<Slot>& slots) {
                                    slot.pod, slot.podNamespace);
             !outcome)
             return outcome;
+        // The second line behind the slot ledger's check: a row held through another
+        // resource is never overwritten. Nothing of the call is written (rolled back).
+        if (sqlite3_changes(db_) == 0)
+            return Outcome::failure("slot " + slot.deviceId + " is held through another resource in " +
+                                    "the state database; one slot is never given twice");
     }
     return transaction.commit();
 }
 
 Outcome Store::releaseSlots(const std::vector<std::string>& deviceIds) {
+    loopThread_.check();
     if (deviceIds.empty()) return Outcome::ok();
     if (auto outcome = syncEachCommit(true); !outcome) return outcome;
     Transaction transaction(db_);
@@ -663,12 +672,14 @@ Outcome Store::releaseSlots(const std::vector<std::string>& deviceIds) {
 
 Outcome Store::setSlotPod(const std::string& deviceId, const std::string& pod,
                           const std::string& podNamespace) {
+    loopThread_.check();
     if (auto outcome = syncEachCommit(true); !outcome) return outcome;
     return execute(db_, statement(kSetSlotPod), "recording the pod of slot " + deviceId, pod, podNamespace,
                    deviceId);
 }
 
 std::vector<Slot> Store::slots() const {
+    loopThread_.check();
     std::vector<Slot> result;
     query(db_, statement(kSelectSlots), "reading slots", [&](sqlite3_stmt* row) {
         Slot& slot = result.emplace_back();
@@ -685,6 +696,7 @@ std::vector<Slot> Store::slots() const {
 }
 
 Outcome Store::saveConfiguration(const StoredConfiguration& configuration) {
+    loopThread_.check();
     if (auto outcome = syncEachCommit(false); !outcome) return outcome;
     return execute(db_, statement(kUpsertConfiguration), "saving configuration " + configuration.name,
                    configuration.name, configuration.handler, configuration.source, configuration.capacity,
@@ -692,12 +704,14 @@ Outcome Store::saveConfiguration(const StoredConfiguration& configuration) {
 }
 
 Outcome Store::deactivateConfiguration(const std::string& name, std::int64_t nowMs) {
+    loopThread_.check();
     if (auto outcome = syncEachCommit(false); !outcome) return outcome;
     return execute(db_, statement(kDeactivateConfiguration), "deactivating configuration " + name, nowMs,
                    name);
 }
 
 std::vector<StoredConfiguration> Store::configurations() const {
+    loopThread_.check();
     std::vector<StoredConfiguration> result;
     query(db_, statement(kSelectConfigurations), "reading configurations", [&](sqlite3_stmt* row) {
         StoredConfiguration& configuration = result.emplace_back();
@@ -713,6 +727,7 @@ std::vector<StoredConfiguration> Store::configurations() const {
 }
 
 Outcome Store::saveInstance(const StoredInstance& instance) {
+    loopThread_.check();
     if (auto outcome = syncEachCommit(false); !outcome) return outcome;
     return execute(db_, statement(kUpsertInstance), "saving instance " + instance.name, instance.name,
                    instance.configuration, instance.id, instance.firstSeenMs, instance.lastSeenMs,
@@ -720,11 +735,13 @@ Outcome Store::saveInstance(const StoredInstance& instance) {
 }
 
 Outcome Store::removeInstance(const std::string& name) {
+    loopThread_.check();
     if (auto outcome = syncEachCommit(false); !outcome) return outcome;
     return execute(db_, statement(kDeleteInstance), "removing instance " + name, name);
 }
 
 std::vector<StoredInstance> Store::instances() const {
+    loopThread_.check();
     std::vector<StoredInstance> result;
     query(db_, statement(kSelectInstances), "reading instances", [&](sqlite3_stmt* row) {
         StoredInstance& instance = result.emplace_back();
@@ -740,6 +757,7 @@ std::vector<StoredInstance> Store::instances() const {
 
 Outcome Store::addEvent(const std::string& level, const std::string& subject, const std::string& message,
                         std::int64_t nowMs) {
+    loopThread_.check();
     if (auto outcome = syncEachCommit(false); !outcome) return outcome;
     Transaction transaction(db_);
     if (auto outcome = transaction.begin(); !outcome) return outcome;
@@ -754,6 +772,7 @@ Outcome Store::addEvent(const std::string& level, const std::string& subject, co
 }
 
 std::vector<StoredEvent> Store::recentEvents(int limit) const {
+    loopThread_.check();
     std::vector<StoredEvent> result;
     if (limit <= 0) return result;
     sqlite3_stmt* select = statement(kSelectEvents);

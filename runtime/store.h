@@ -16,6 +16,7 @@
 
 #include "runtime/outcome.h"
 #include "runtime/slot.h"
+#include "runtime/thread_bound.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -111,6 +112,7 @@ private:
     bool syncEachCommit_ = true;  // as open() leaves the connection
     // Prepared once, reused on every Allocate; finalized before db_ closes.
     mutable std::map<std::string, sqlite3_stmt*, std::less<>> statements_;
+    ThreadBound loopThread_;  // every public member is called on the loop thread
 };
 
 }  // namespace devlet

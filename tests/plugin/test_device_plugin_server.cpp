@@ -57,7 +57,9 @@ protected:
             foo0.shared = true;
             foo0.properties["DEBUG_ECHO_DESCRIPTION"] = "foo0";
             inventory_->reportSnapshot("echo", {foo0});
-            server_ = std::make_unique<DevicePluginServer>("akri.sh/echo-8120fe", false, loop_, *inventory_);
+            arbiter_ = std::make_unique<SlotArbiter>(*inventory_);
+            server_ = std::make_unique<DevicePluginServer>("akri.sh/echo-8120fe", false, loop_, *inventory_,
+                                                           *arbiter_);
             if (!server_->start(socketPath_)) return false;
             publish("akri.sh/echo-8120fe");
             return true;
@@ -87,6 +89,7 @@ protected:
         loop_.get_executor()};
     Lists lists_;
     std::unique_ptr<Inventory> inventory_;        // loop thread only, once it runs
+    std::unique_ptr<SlotArbiter> arbiter_;        // loop thread only, once it runs
     std::unique_ptr<DevicePluginServer> server_;  // loop thread only, once it runs
     std::thread thread_;
     std::shared_ptr<grpc::Channel> channel_;

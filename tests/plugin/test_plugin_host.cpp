@@ -75,9 +75,10 @@ protected:
 
     void SetUp() override {
         inventory_ = std::make_unique<Inventory>("node", "akri.sh", nullptr, noObserver_);
+        arbiter_ = std::make_unique<SlotArbiter>(*inventory_);
         watch_ = std::make_unique<FileWatch>(loop_);
         host_ = std::make_unique<PluginHost>(loop_, *watch_, dir_.path().string());
-        host_->setInventory(*inventory_);
+        host_->setInventory(*inventory_, *arbiter_);
         thread_ = std::thread([this] { loop_.run(); });
     }
     void TearDown() override {
@@ -106,6 +107,7 @@ protected:
         loop_.get_executor()};
     NoObserver noObserver_;
     std::unique_ptr<Inventory> inventory_;  // loop thread only, once it runs
+    std::unique_ptr<SlotArbiter> arbiter_;  // loop thread only, once it runs
     std::unique_ptr<FileWatch> watch_;      // loop thread only, once it runs
     std::unique_ptr<PluginHost> host_;      // loop thread only, once it runs
     std::thread thread_;

@@ -72,6 +72,22 @@ protected:
     std::unique_ptr<SlotLedger> ledger_;
 };
 
+// The ledger decides "never twice" itself: a slot held through one resource is not held
+// through the other until it is released, whatever its caller checked.
+TEST_F(SlotLedgerTest, AHoldThroughAnotherResourceIsRefusedAndHoldsNothing) {
+    ASSERT_TRUE(ledger_->hold({slot(0, kCl)}));
+    recorder_.changes.clear();
+    const Outcome refused = ledger_->hold({slot(1, kIl), slot(0, kIl)});
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error(), "slot cams-8120fe-0 is already held through akri.sh/cams; one slot is never given twice");
+    EXPECT_EQ(ledger_->holder("cams-8120fe", 0)->holderResource, kCl);
+    EXPECT_EQ(ledger_->holder("cams-8120fe", 1), nullptr);
+    EXPECT_TRUE(recorder_.changes.empty());
+    EXPECT_EQ(store_->slots().size(), 1u);
+    // Through the same resource again: fine (the kubelet allocates anew after its restart).
+    EXPECT_TRUE(ledger_->hold({slot(0, kCl)}));
+}
+
 TEST_F(SlotLedgerTest, AHoldIsInTheStoreBeforeItCounts) {
     ASSERT_TRUE(ledger_->hold({slot(0, kCl), slot(1, kIl)}));
     EXPECT_EQ(store_->slots().size(), 2u);

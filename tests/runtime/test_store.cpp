@@ -199,14 +199,29 @@ TEST_F(StoreTest, CommittedSlotsSurviveKilledProcess) {
     EXPECT_EQ(store->slots(), std::vector<Slot>{slot("cams-4294ea", 0, "akri.sh/cams")});
 }
 
-TEST_F(StoreTest, HoldingAHeldSlotReplacesItsRow) {
+TEST_F(StoreTest, HoldingAHeldSlotThroughItsResourceAgainUpdatesItsRow) {
     auto store = openStore();
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->holdSlots({slot("cams-4294ea", 0, "akri.sh/cams")}));
-    Slot again = slot("cams-4294ea", 0, "akri.sh/cams-4294ea");
+    Slot again = slot("cams-4294ea", 0, "akri.sh/cams");
     again.sinceMs = 5000;
+    again.pod = "viewer";
     ASSERT_TRUE(store->holdSlots({again}));
     EXPECT_EQ(store->slots(), std::vector<Slot>{again});
+}
+
+// The second line behind the slot ledger: a row held through one resource is never
+// overwritten by a hold through another, and a call with such a slot writes nothing.
+TEST_F(StoreTest, AHoldThroughAnotherResourceIsRefusedAndWritesNothing) {
+    auto store = openStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->holdSlots({slot("cams-4294ea", 0, "akri.sh/cams")}));
+    const Outcome refused =
+        store->holdSlots({slot("cams-4294ea", 1, "akri.sh/cams-4294ea"), slot("cams-4294ea", 0, "akri.sh/cams-4294ea")});
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().find("slot cams-4294ea-0 is held through another resource"), std::string::npos)
+        << refused.error();
+    EXPECT_EQ(store->slots(), std::vector<Slot>{slot("cams-4294ea", 0, "akri.sh/cams")});
 }
 
 TEST_F(StoreTest, ReleaseDeletesOnlyTheNamedSlots) {

@@ -117,6 +117,9 @@ protected:
                         slot.deviceId = slot.instance + "-" + std::to_string(slot.index);
                         slot.configuration = "cams";
                         slot.holderResource = chance(0.5) ? "akri.sh/cams" : "akri.sh/" + slot.instance;
+                        // Held already: again only through its resource (the store refuses another).
+                        if (auto held = after.find(slot.deviceId); held != after.end())
+                            slot.holderResource = held->second.holderResource;
                         slot.sinceMs = ++clock;
                         after[slot.deviceId] = slot;
                         slots.push_back(slot);
