@@ -43,16 +43,16 @@ std::string itemKey(const boost::json::value& item, std::string_view keys, std::
     return "[" + (out.empty() ? std::to_string(index) : out) + "]";
 }
 
-void walk(const boost::json::value& value, const Type& type, const Where& where,
+void walk(const boost::json::value& value, const Type& type, const Where& where, Report report,
           std::vector<UnknownField>& out);
 
 // The value of one known field.
-void walkField(const boost::json::value& value, const Field& field, const Where& where,
+void walkField(const boost::json::value& value, const Field& field, const Where& where, Report report,
                std::vector<UnknownField>& out) {
     const Type* type = typeAt(field.type);
     switch (field.kind) {
         case Kind::Object:
-            if (type) walk(value, *type, where, out);
+            if (type) walk(value, *type, where, report, out);
             break;
         case Kind::ObjectList:
             if (type && value.is_array()) {
@@ -60,7 +60,7 @@ void walkField(const boost::json::value& value, const Field& field, const Where&
                 for (const auto& item : value.as_array()) {
                     const std::string byIndex = "[" + std::to_string(index) + "]";
                     const std::string byKey = field.listKeys.empty() ? byIndex : itemKey(item, field.listKeys, index);
-                    walk(item, *type, {where.path + byIndex, where.keyPath + byKey}, out);
+                    walk(item, *type, {where.path + byIndex, where.keyPath + byKey}, report, out);
                     ++index;
                 }
             }
@@ -69,7 +69,7 @@ void walkField(const boost::json::value& value, const Field& field, const Where&
             if (type && value.is_object()) {
                 for (const auto& item : value.as_object()) {
                     const std::string key = "[" + std::string(item.key()) + "]";
-                    walk(item.value(), *type, {where.path + key, where.keyPath + key}, out);
+                    walk(item.value(), *type, {where.path + key, where.keyPath + key}, report, out);
                 }
             }
             break;
@@ -78,15 +78,16 @@ void walkField(const boost::json::value& value, const Field& field, const Where&
     }
 }
 
-void walk(const boost::json::value& value, const Type& type, const Where& where,
+void walk(const boost::json::value& value, const Type& type, const Where& where, Report report,
           std::vector<UnknownField>& out) {
     if (!value.is_object() || type.preserveUnknownFields) return;
     for (const auto& item : value.as_object()) {
         const Where inner = where.field(item.key());
         if (const Field* field = findField(type, item.key())) {
-            walkField(item.value(), *field, inner, out);
+            walkField(item.value(), *field, inner, report, out);
         } else {
             out.push_back({inner.path, inner.keyPath, &type});
+            if (report == Report::AsApply) return;  // the rest of this object is not read
         }
     }
 }
@@ -150,9 +151,9 @@ std::string_view shortName(const Type& type) {
 }
 
 std::vector<UnknownField> unknownFields(const boost::json::value& value, const Type& type,
-                                        const std::string& prefix) {
+                                        const std::string& prefix, Report report) {
     std::vector<UnknownField> out;
-    walk(value, type, {prefix, prefix}, out);
+    walk(value, type, {prefix, prefix}, report, out);
     return out;
 }
 

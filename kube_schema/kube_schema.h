@@ -63,10 +63,16 @@ struct UnknownField {
     const Type* in = nullptr;
 };
 
-// Every unknown field of `value`, read as a `type`; paths start with `prefix` ("spec").
+// Which unknown fields are reported: all of them (devlet's warnings), or those a server-side
+// apply names: structured-merge-diff stops reading an object at its first unknown field,
+// so it names the fields up to there (in the order of the object's keys; the API server's
+// order varies from one request to the next).
+enum class Report { All, AsApply };
+
+// The unknown fields of `value`, read as a `type`; paths start with `prefix` ("spec").
 // Values of the wrong JSON type are not looked into (the API server refuses them anyway).
 std::vector<UnknownField> unknownFields(const boost::json::value& value, const Type& type,
-                                        const std::string& prefix);
+                                        const std::string& prefix, Report report = Report::All);
 
 // Removes every unknown field of `value`, as the API server prunes an update it does not
 // validate strictly.

@@ -36,6 +36,16 @@ TEST(KubeSchema, AnItemWithoutItsKeysAndAnAtomicListAreNamedByIndex) {
     EXPECT_EQ(unknown[1].keyPath, "spec.tolerations[0].bar");  // tolerations is an atomic list
 }
 
+TEST(KubeSchema, AnApplyNamesEachObjectsFieldsUpToItsFirstUnknownOne) {
+    const Type* spec = findType("PodSpec");
+    ASSERT_NE(spec, nullptr);
+    const auto unknown = unknownFields(json::parse(R"({"containers": [{"name": "c", "foo": 1,
+        "resources": {"limts": {}}}], "bar": 2, "baz": 3})"), *spec, "spec", Report::AsApply);
+    ASSERT_EQ(unknown.size(), 2u);
+    EXPECT_EQ(unknown[0].keyPath, R"(spec.containers[name="c"].foo)");
+    EXPECT_EQ(unknown[1].keyPath, "spec.bar");
+}
+
 TEST(KubeSchema, FreeKeyMapsAreNeverUnknown) {
     EXPECT_TRUE(inPodSpec(R"({"nodeSelector": {"any": "x"}, "containers": [{"name": "c",
         "resources": {"limits": {"akri.sh/cam": "1"}}}]})").empty());

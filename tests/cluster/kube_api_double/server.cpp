@@ -991,7 +991,8 @@ private:
     static std::optional<Outcome> checkApplyFields(const ResourceType& type, const std::string& ns,
                                                    const std::string& name, const json::value& body) {
         if (!body.is_object()) return std::nullopt;
-        const std::vector<UnknownFieldPath> unknown = unknownFields(type, body.as_object());
+        const std::vector<UnknownFieldPath> unknown =
+            unknownFields(type, body.as_object(), kube_schema::Report::AsApply);
         if (unknown.empty()) return std::nullopt;
         std::string errors;
         for (const UnknownFieldPath& field : unknown) {

@@ -493,14 +493,16 @@ bool topLevelField(std::string_view key) {
 
 }  // namespace
 
-std::vector<UnknownFieldPath> unknownFields(const ResourceType& type, const json::object& object) {
+std::vector<UnknownFieldPath> unknownFields(const ResourceType& type, const json::object& object,
+                                            kube_schema::Report report) {
     std::vector<UnknownFieldPath> out;
     if (!specType(type)) return out;
     for (const auto& item : object) {
         if (!topLevelField(item.key())) {
             out.push_back({std::string(item.key()), std::string(item.key())});
+            if (report == kube_schema::Report::AsApply) break;
         } else if (const kube_schema::Type* part = partType(type, item.key())) {
-            for (auto& unknown : kube_schema::unknownFields(item.value(), *part, std::string(item.key())))
+            for (auto& unknown : kube_schema::unknownFields(item.value(), *part, std::string(item.key()), report))
                 out.push_back({std::move(unknown.path), std::move(unknown.keyPath)});
         }
     }

@@ -16,6 +16,8 @@
 
 #include <boost/json.hpp>
 
+#include "kube_schema/kube_schema.h"
+
 namespace devlet::kubedouble {
 
 namespace json = boost::json;
@@ -52,7 +54,10 @@ struct UnknownFieldPath {
     std::string path;
     std::string keyPath;
 };
-std::vector<UnknownFieldPath> unknownFields(const ResourceType& type, const json::object& object);
+// `report`: all of them (a create's Warnings, Strict), or those a server-side apply names
+// (up to the first unknown field of each object).
+std::vector<UnknownFieldPath> unknownFields(const ResourceType& type, const json::object& object,
+                                            kube_schema::Report report = kube_schema::Report::All);
 void dropUnknownFields(const ResourceType& type, json::object& object);
 
 // A Status object as the API server writes it.
