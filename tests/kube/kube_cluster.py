@@ -28,7 +28,9 @@ import ssl
 import subprocess
 import sys
 import time
+import unittest
 import urllib.request
+import warnings
 import zlib
 
 KUBERNETES_VERSION = "v1.36.3"
@@ -691,6 +693,18 @@ class Cluster:
             os.rmdir(os.path.dirname(self.state_dir))
         except OSError:
             pass
+
+
+def test_main():
+    """A test file's main: exits 77 with the reason where no cluster can run, else runs its
+    unittest cases."""
+    reason = can_run_cluster()
+    if reason:
+        print(f"SKIP: {reason}")
+        sys.exit(77)
+    # urllib's TLS sockets closed by the collector are not the tests' concern.
+    warnings.simplefilter("ignore", ResourceWarning)
+    unittest.main(module="__main__", verbosity=2, warnings="ignore")
 
 
 def stop_or_keep(cluster):

@@ -26,7 +26,6 @@ import unittest
 import urllib.error
 import urllib.request
 import uuid
-import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -456,9 +455,4 @@ class ClusterObjects(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    reason = kube_cluster.can_run_cluster()
-    if reason:
-        print(f"SKIP: {reason}")
-        sys.exit(77)
-    warnings.simplefilter("ignore", ResourceWarning)
-    unittest.main(verbosity=2, warnings="ignore")
+    kube_cluster.test_main()

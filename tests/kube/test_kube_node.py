@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 import unittest
-import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -341,10 +340,4 @@ class RealNode(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    reason = kube_cluster.can_run_cluster()
-    if reason:
-        print(f"SKIP: {reason}")
-        sys.exit(77)
-    # urllib's TLS sockets closed by the collector are not the tests' concern.
-    warnings.simplefilter("ignore", ResourceWarning)
-    unittest.main(verbosity=2, warnings="ignore")
+    kube_cluster.test_main()
