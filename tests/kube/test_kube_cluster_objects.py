@@ -30,7 +30,7 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kube_cluster  # noqa: E402
-from kube_cluster import ClusterError, wait_for  # noqa: E402
+from kube_cluster import wait_for  # noqa: E402
 from test_kube_cluster_mode import SOURCE, write_node_kubeconfig  # noqa: E402
 from test_kube_node import DEVLET, new_test_cluster, start_devlet  # noqa: E402
 
