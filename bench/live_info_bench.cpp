@@ -21,6 +21,7 @@
 #include "runtime/naming.h"
 #include "runtime/store.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/decide_now.h"
 
 namespace devlet::bench {
 namespace {
@@ -63,6 +64,7 @@ Samples run(int slots, int rounds, bool live) {
     if (!store) throw std::runtime_error(why.error());
     NullObserver observer;
     Inventory inventory("node-a", "akri.sh", store.get(), observer);
+    SlotArbiter arbiter(inventory);
     if (live) inventory.setLiveInfoDirectory(stateDir);
     Configuration configuration;
     configuration.name = "cams";
@@ -76,7 +78,7 @@ Samples run(int slots, int rounds, bool live) {
         const std::string slot =
             slotId(instanceName("cams", instanceHash("camera-" + std::to_string(i), "node-a", true)), 0);
         const auto start = Clock::now();
-        auto result = inventory.allocate("akri.sh/cams", {slot});
+        auto result = test::allocateNow(arbiter, "akri.sh/cams", {slot});
         samples.allocate.push_back(ms(Clock::now() - start));
         if (auto* refused = std::get_if<AllocationRefused>(&result))
             throw std::runtime_error(refused->message);

@@ -159,10 +159,11 @@ std::string configurationServiceName(const std::string& configuration) {
 }
 
 Brokers::Brokers(boost::asio::io_context& loop, ApiClient& client, const Inventory& inventory,
-                 Options options)
+                 const SlotArbiter& arbiter, Options options)
     : loop_(loop),
       client_(client),
       inventory_(inventory),
+      arbiter_(arbiter),
       options_(std::move(options)),
       retryTimer_(loop),
       recreateTimer_(loop) {}
@@ -326,7 +327,7 @@ std::map<std::string, Brokers::Wanted> Brokers::wanted(const std::vector<Configu
 // and Akri, which makes it anyway and makes it again when it fails, floods the node with
 // failed Pods (akri#849). While the API cannot say who holds what, nothing is taken away.
 bool Brokers::couldHoldSlot(const InstanceView& i) const {
-    if (!i.device.shared || !inventory_.clusterUnavailable().empty()) return true;
+    if (!i.device.shared || !arbiter_.clusterUnavailable().empty()) return true;
     return std::any_of(i.slots.begin(), i.slots.end(), [&](const Slot& slot) {
         return slot.held() || !i.heldElsewhere.count(slot.deviceId);
     });

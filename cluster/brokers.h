@@ -23,6 +23,7 @@
 
 #include "cluster/api_client.h"
 #include "runtime/inventory.h"
+#include "runtime/slot_arbiter.h"
 #include "runtime/thread_bound.h"
 
 namespace devlet::kube {
@@ -82,7 +83,8 @@ public:
         std::string lastError;
     };
 
-    Brokers(boost::asio::io_context& loop, ApiClient& client, const Inventory& inventory, Options options);
+    Brokers(boost::asio::io_context& loop, ApiClient& client, const Inventory& inventory,
+            const SlotArbiter& arbiter, Options options);
     ~Brokers();
     Brokers(const Brokers&) = delete;
     Brokers& operator=(const Brokers&) = delete;
@@ -156,6 +158,7 @@ private:
     boost::asio::io_context& loop_;
     ApiClient& client_;
     const Inventory& inventory_;
+    const SlotArbiter& arbiter_;  // whether cluster mode knows who holds shared slots
     Options options_;
     std::string nodeUid_;
     bool started_ = false;

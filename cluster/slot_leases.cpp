@@ -47,11 +47,12 @@ std::chrono::milliseconds SlotLeases::trustFor(int durationSeconds) {
 }
 
 SlotLeases::SlotLeases(boost::asio::io_context& loop, ApiClient& client, ApiClient& allocating,
-                       ApiClient& heartbeat, Inventory& inventory, Options options)
+                       ApiClient& heartbeat, SlotArbiter& arbiter, Inventory& inventory, Options options)
     : loop_(loop),
       client_(client),
       allocateClient_(allocating),
       heartbeatClient_(heartbeat),
+      arbiter_(arbiter),
       inventory_(inventory),
       options_(std::move(options)),
       collection_(collectionPath("coordination.k8s.io/v1", options_.namespaceName, "leases")),
@@ -61,7 +62,7 @@ SlotLeases::SlotLeases(boost::asio::io_context& loop, ApiClient& client, ApiClie
       lapseTimer_(loop),
       trustTimer_(loop) {
     // Until the Leases are listed nobody knows who holds a shared slot.
-    inventory_.setClusterUnavailable("the Kubernetes API has not been listed yet");
+    arbiter_.setClusterUnavailable("the Kubernetes API has not been listed yet");
 }
 
 SlotLeases::~SlotLeases() {
@@ -187,7 +188,7 @@ void SlotLeases::finishTake(const std::shared_ptr<Take>& take, const std::string
         if (!take->background) ++state_.refused;
         // None of this call's Leases outlives its refusal.
         for (const std::string& id : take->newlyHeld) {
-            if (!inventory_.slotHeld(id)) release(id);
+            if (!arbiter_.slotHeld(id)) release(id);
         }
         take->done(Outcome::failure(take->refusal));
     } else {
@@ -441,7 +442,7 @@ void SlotLeases::leaseSeen(const json::object& object) {
         }
         return;
     }
-    if (lease->holder != options_.node && !lease->holder.empty() && inventory_.slotHeld(lease->name) &&
+    if (lease->holder != options_.node && !lease->holder.empty() && arbiter_.slotHeld(lease->name) &&
         conflicts_.insert(lease->name).second) {
         log.error() << "slot " << lease->name << " is held by a container on this node and by node "
                     << lease->holder << " (its Lease says so): one of them must end";
@@ -470,18 +471,18 @@ void SlotLeases::refresh() {
     if (!current) {
         state_.lastError = informer_ ? informer_->state().lastError : std::string();
         if (state_.lastError.empty()) state_.lastError = renewProblem_;
-        inventory_.setClusterUnavailable(unavailableReason());
+        arbiter_.setClusterUnavailable(unavailableReason());
     } else {
-        inventory_.setClusterUnavailable("");
+        arbiter_.setClusterUnavailable("");
         std::map<std::string, std::string> reasons;
         for (const auto& [name, holder] : table_.heldElsewhere(now)) reasons[name] = "held on node " + holder;
         state_.elsewhere = reasons.size();
-        inventory_.setHeldElsewhere(std::move(reasons));
+        arbiter_.setHeldElsewhere(std::move(reasons));
     }
     // The holds of this node that the API has not confirmed since: their containers run,
     // and another node may take the slots over once this node's Lease lapses there.
     std::map<std::string, std::string> unconfirmed;
-    for (const std::string& id : inventory_.heldSharedSlots()) {
+    for (const std::string& id : arbiter_.heldSharedSlots()) {
         if (table_.trusted(id, now)) continue;
         const Lease* lease = table_.find(id);
         if (lease && !lease->holder.empty() && lease->holder != options_.node) {
@@ -515,7 +516,7 @@ void SlotLeases::refresh() {
             log.warning()
                 << "this node's Lease " << options_.namespaceName << "/" << nodeLease_
                 << " is not confirmed by the Kubernetes API: no shared slot is given or offered, and "
-                << inventory_.heldSharedSlots().size() << " held here are unconfirmed";
+                << arbiter_.heldSharedSlots().size() << " held here are unconfirmed";
             refresh();
             changed();
         });
@@ -639,7 +640,7 @@ void SlotLeases::confirmHolds() {
     const auto now = Steady::now();
     for (const Lease& lease : table_.ours()) {
         if (deleting_.count(lease.name) || confirming_.count(lease.name)) continue;
-        if (releasing_.count(lease.name) || !inventory_.slotHeld(lease.name)) {
+        if (releasing_.count(lease.name) || !arbiter_.slotHeld(lease.name)) {
             // Freed here, or found after a restart with no container here holding it.
             deleteLease(lease.name);
             continue;
@@ -664,7 +665,7 @@ void SlotLeases::confirmHolds() {
     // A slot a container here holds with no Lease of this node's (a restart after a
     // crash before the Lease was written, or a Lease lost): taken again.
     if (!apiCurrent()) return;
-    for (const std::string& id : inventory_.heldSharedSlots()) {
+    for (const std::string& id : arbiter_.heldSharedSlots()) {
         const Lease* lease = table_.find(id);
         if ((lease && lease->holder == options_.node) || deleting_.count(id) || confirming_.count(id))
             continue;

@@ -27,6 +27,7 @@
 #include "cluster/api_client.h"
 #include "cluster/lease_table.h"
 #include "runtime/inventory.h"
+#include "runtime/slot_arbiter.h"
 #include "runtime/shared_slots.h"
 #include "runtime/thread_bound.h"
 
@@ -67,7 +68,7 @@ public:
     // renewals; `heartbeat` renews the node Lease alone, so that its confirmations never
     // queue behind deletes; `client` deletes, confirms holds again and watches.
     SlotLeases(boost::asio::io_context& loop, ApiClient& client, ApiClient& allocating, ApiClient& heartbeat,
-               Inventory& inventory, Options options);
+               SlotArbiter& arbiter, Inventory& inventory, Options options);
     ~SlotLeases() override;
     SlotLeases(const SlotLeases&) = delete;
     SlotLeases& operator=(const SlotLeases&) = delete;
@@ -118,7 +119,8 @@ private:
     ApiClient& client_;
     ApiClient& allocateClient_;
     ApiClient& heartbeatClient_;
-    Inventory& inventory_;
+    SlotArbiter& arbiter_;  // decides who holds: told what the cluster says
+    Inventory& inventory_;  // shows which holds the cluster has not confirmed
     Options options_;
     std::string collection_;
     std::string nodeLease_;  // this node's Lease's name

@@ -8,7 +8,7 @@
 #include <sys/inotify.h>
 #include <systemd/sd-daemon.h>
 
-#include "runtime/kubelet_checkpoint.h"
+#include "plugin/kubelet_checkpoint.h"
 #include "runtime/log.h"
 
 namespace devlet {
@@ -188,7 +188,7 @@ void Daemon::reconcileWithKubelet(std::optional<std::vector<PodDevice>> held) {
     }
     if (checkpoint.present && checkpoint.error.empty()) evidence.checkpoint = std::move(checkpoint.devices);
     evidence.checkpointError = std::move(checkpoint.error);
-    const Inventory::Reconciled reconciled = inventory_->reconcile(evidence, settings_.slotReleaseGrace);
+    const SlotArbiter::Reconciled reconciled = arbiter_->reconcile(evidence, settings_.slotReleaseGrace);
     // A pod that ended stays in the kubelet's checkpoint until the kubelet next writes
     // it, which it does on every device list it receives: one unchanged list, at most
     // once per grace period, lets its end show.
@@ -222,7 +222,7 @@ void Daemon::shutdown() {
     if (brokers_) brokers_->stop();
     if (secrets_) secrets_->stop();
     if (slotLeases_) {
-        inventory_->setSharedSlotGate(nullptr);
+        arbiter_->setSharedSlotGate(nullptr);
         slotLeases_->stop();
     }
     if (tokenRenewal_) tokenRenewal_->stop();
@@ -491,13 +491,13 @@ void Daemon::startSlotLeases() {
     options.node = settings_.nodeName;
     options.durationSeconds = static_cast<int>(settings_.cluster.leaseDuration.count());
     slotLeases_ = std::make_unique<kube::SlotLeases>(loop_, *kubeClient_, *allocateClient_, *heartbeatClient_,
-                                                     *inventory_, options);
+                                                     *arbiter_, *inventory_, options);
     slotLeases_->onStateChanged([this] {
         clusterStateChanged();
         // Who holds which shared slot decides where a shared instance's broker may go.
         if (brokers_ && brokers_->active()) brokers_->inventoryChanged();
     });
-    inventory_->setSharedSlotGate(slotLeases_.get());
+    arbiter_->setSharedSlotGate(slotLeases_.get());
     // Watching the Leases is also how devlet knows the API server answers, without polling.
     slotLeases_->start();
 }
@@ -507,7 +507,7 @@ void Daemon::startBrokers() {
     options.namespaceName = settings_.cluster.namespaceName;
     options.node = settings_.nodeName;
     options.pendingGrace = settings_.cluster.brokerPending;
-    brokers_ = std::make_unique<kube::Brokers>(loop_, *kubeClient_, *inventory_, options);
+    brokers_ = std::make_unique<kube::Brokers>(loop_, *kubeClient_, *inventory_, *arbiter_, options);
     brokers_->onStateChanged([this] { clusterStateChanged(); });
     brokers_->start();
 }

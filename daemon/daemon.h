@@ -107,7 +107,7 @@ private:
     FileWatch watch_;
     plugin::PluginHost host_;
     std::unique_ptr<Inventory> inventory_;
-    std::unique_ptr<SlotArbiter> arbiter_;  // decides every Allocate; after inventory_, before it goes
+    std::unique_ptr<SlotArbiter> arbiter_;  // decides who holds every slot; after inventory_, before it goes
     std::unique_ptr<plugin::PodResourcesClient> podResources_;
     std::unique_ptr<status::StatusServer> statusServer_;  // stopped in shutdown()
     std::unique_ptr<kube::ApiClient> kubeClient_;         // cluster mode only; stopped in shutdown()

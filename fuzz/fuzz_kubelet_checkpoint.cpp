@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "runtime/kubelet_checkpoint.h"
+#include "plugin/kubelet_checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const devlet::KubeletCheckpoint checkpoint =

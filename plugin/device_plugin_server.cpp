@@ -72,20 +72,18 @@ Outcome DevicePluginServer::start(const std::string& socketPath) {
 
 void DevicePluginServer::accept() {
     using boost::asio::local::stream_protocol;
-    acceptor_->async_accept([weak = std::weak_ptr(self_)](boost::system::error_code ec,
-                                                          stream_protocol::socket socket) {
-        const auto alive = weak.lock();
-        if (!alive || ec == boost::asio::error::operation_aborted) return;
-        DevicePluginServer& server = **alive;
+    acceptor_->async_accept([this, alive = lifetime_.token()](boost::system::error_code ec,
+                                                              stream_protocol::socket socket) {
+        if (alive.expired() || ec == boost::asio::error::operation_aborted) return;
+        DevicePluginServer& server = *this;
         if (!server.acceptor_) return;
         if (ec) {
             // Out of file descriptors, most likely: try again shortly rather than spin.
             log.warning() << server.resource_ << ": accepting a kubelet connection failed: " << ec.message();
             auto timer =
                 std::make_shared<boost::asio::steady_timer>(server.loop_, std::chrono::milliseconds(100));
-            timer->async_wait([weak, timer](boost::system::error_code waited) {
-                const auto again = weak.lock();
-                if (!waited && again && (*again)->acceptor_) (*again)->accept();
+            timer->async_wait([this, alive, timer](boost::system::error_code waited) {
+                if (!waited && !alive.expired() && acceptor_) accept();
             });
             return;
         }
@@ -191,10 +189,9 @@ void DevicePluginServer::allocate(rpc::GrpcConnection& connection, std::int32_t 
     }
     // The answer may come after an awaited step (cluster mode): the call, the connection or
     // this server may be gone by then.
-    auto answering = [self = std::weak_ptr<DevicePluginServer*>(self_), weak, stream]()
-        -> std::shared_ptr<rpc::GrpcConnection> {
+    auto answering = [alive = lifetime_.token(), weak, stream]() -> std::shared_ptr<rpc::GrpcConnection> {
         auto connection = weak.lock();
-        if (self.expired() || !connection || !connection->awaiting(stream)) return nullptr;
+        if (alive.expired() || !connection || !connection->awaiting(stream)) return nullptr;
         return connection;
     };
     asked.stillWanted = [answering] { return answering() != nullptr; };

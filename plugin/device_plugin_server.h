@@ -14,6 +14,7 @@
 
 #include "grpc/grpc_connection.h"
 #include "runtime/inventory.h"
+#include "runtime/lifetime.h"
 #include "runtime/outcome.h"
 #include "runtime/slot_arbiter.h"
 #include "runtime/thread_bound.h"
@@ -70,8 +71,8 @@ private:
     std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
     std::vector<std::shared_ptr<rpc::GrpcConnection>> connections_;  // the kubelet's, usually one
     std::vector<Watch> watches_;
-    // Accept handlers that complete after the server is gone find this expired.
-    std::shared_ptr<DevicePluginServer*> self_ = std::make_shared<DevicePluginServer*>(this);
+    // Accept handlers and answers that complete after the server is gone find it ended.
+    Lifetime lifetime_;
     ThreadBound loopThread_;
 };
 

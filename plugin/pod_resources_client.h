@@ -12,7 +12,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include "runtime/inventory.h"
+#include "runtime/kubelet_evidence.h"
 #include "runtime/lifetime.h"
 #include "runtime/thread_bound.h"
 

@@ -1,7 +1,8 @@
 #pragma once
 // The node's inventory: configurations, the instances probes report for them and how many
-// capacity slots each has. Who holds a slot is the slot ledger's to decide; the inventory
-// asks it, and turns what changed into device lists for the plugins (InventoryObserver).
+// capacity slots each has, turned into device lists for the plugins (InventoryObserver)
+// whenever something changes. Who may hold a slot is the slot arbiter's to decide
+// (runtime/slot_arbiter.h); the slot ledger records it; the inventory reads the record.
 // Owns no OS handles; lives on the loop thread (checked in builds with assertions).
 // Durable state goes to the Store.
 
@@ -18,10 +19,11 @@
 
 #include "runtime/configuration.h"
 #include "runtime/discovery.h"
+#include "runtime/grants.h"
 #include "runtime/histogram.h"
 #include "runtime/instance.h"
+#include "runtime/live_files.h"
 #include "runtime/live_info.h"
-#include "runtime/shared_slots.h"
 #include "runtime/slot.h"
 #include "runtime/slot_ledger.h"
 #include "runtime/thread_bound.h"
@@ -64,15 +66,36 @@ public:
     virtual void resourceWithdrawn(const std::string& resource) = 0;
 };
 
-// What the container gets for an allocation.
-struct ContainerGrant {
-    std::map<std::string, std::string> envs;
-    std::vector<DeviceNode> devices;
-    std::vector<Mount> mounts;
+// A slot where the inventory has it: what the arbiter weighs.
+struct SlotFacts {
+    std::string id;  // "<instance>-<k>"
+    std::string configuration;
+    std::string instance;
+    std::string instanceDeviceId;  // the handler's id of the device
+    int index = 0;
+    bool present = false;  // its device is seen now
+    bool shared = false;   // a device several nodes may see
 };
 
-struct AllocationRefused {
-    std::string message;
+// What a resource offers: a configuration's slots, or one instance's.
+struct ResourceFacts {
+    std::string configuration;
+    std::string instance;  // empty for the configuration-level resource
+    int capacity = 0;
+    bool uniqueDevices = false;
+};
+
+// What the inventory asks the slot arbiter while it lists slots (the arbiter answers).
+class SlotPolicy {
+public:
+    virtual ~SlotPolicy() = default;
+    // Why a free slot may not be offered on this node now (cluster mode); nullptr: it may.
+    virtual const std::string* withheld(const std::string& slotId, bool shared) const = 0;
+    // Whether shared slots are held through the cluster (cluster mode).
+    virtual bool clusterMode() const = 0;
+    // A device the inventory did not know is offered: the kubelet may have reported its
+    // slots held already.
+    virtual void instanceFound(const std::string& instance) = 0;
 };
 
 // What the configuration's probe said about itself: its passes, its errors and how fast
@@ -121,15 +144,37 @@ public:
     // Withdraws instances whose grace period ran out; returns when to call again.
     std::optional<std::chrono::steady_clock::time_point> expireGone();
 
-    // --- allocation (called for the kubelet) ------------------------------------
-    // One Allocate call: the device ids of each container in the request. It is one
-    // decision: every container's slots are checked, then written in one transaction, or
-    // the whole request is refused and nothing is held.
-    std::variant<std::vector<ContainerGrant>, AllocationRefused> allocateContainers(
-        const std::string& resource, const std::vector<std::vector<std::string>>& containers);
-    // One container's devices (tests and tools).
-    std::variant<ContainerGrant, AllocationRefused> allocate(const std::string& resource,
-                                                             const std::vector<std::string>& deviceIds);
+    // --- what the slot arbiter asks and tells ----------------------------------------
+    // The record of holders (the arbiter changes it; everyone may read it).
+    const SlotLedger& ledger() const { return ledger_; }
+    SlotLedger& ledger() { return ledger_; }
+    void setSlotPolicy(SlotPolicy* policy) { policy_ = policy; }
+    const Clock& clock() const { return clock_; }
+    // Who offers a resource; nullopt when devlet does not.
+    std::optional<ResourceFacts> offeredBy(const std::string& resource) const;
+    // The slot a device id names, within its instance's slots; nullopt when there is none.
+    std::optional<SlotFacts> slot(const std::string& slotId) const;
+    // Whether a held slot's instance is offered by its configuration now. A slot whose
+    // configuration went away stays held until its pod is gone: one that comes back must
+    // not hand it out a second time.
+    bool placed(const Slot& slot) const;
+    // Whether the slot's instance is known to its configuration and shared.
+    bool sharedInstance(const Slot& slot) const;
+    // What each container of a granted request gets (its slots are held already): device
+    // nodes, mounts, Akri's environment, and its live file.
+    std::vector<ContainerGrant> grants(const std::string& resource,
+                                       const std::vector<std::vector<std::string>>& containers);
+    // An Allocate answered: counted by the configuration that offers the resource.
+    void countDecision(const std::string& resource, bool granted);
+    // Holders changed on the kubelet's word: slots above a lowered capacity and withdrawn
+    // instances go once freed.
+    void holdsSettled();
+    // Whether free slots may be offered changed (cluster mode): for these slots, or
+    // (`allShared`) every slot of a shared device. Republished.
+    void offersChanged(const std::set<std::string>& slotIds, bool allShared = false);
+    // Something a person should read: logged and kept with the events.
+    void event(const std::string& level, const std::string& subject, const std::string& message) override;
+
     // Allocate calls answered since start, by configuration ("" for resources devlet does
     // not offer): the status server's counters.
     struct AllocationCounts {
@@ -140,15 +185,6 @@ public:
     std::vector<std::string> preferredAllocation(const std::string& resource,
                                                  const std::vector<std::string>& available,
                                                  const std::vector<std::string>& mustInclude, int size) const;
-    // Reconciles held slots with what the kubelet says: adopts a slot it reports held that
-    // devlet does not record, and frees a slot only on positive evidence that no container
-    // has held it for `grace` (see KubeletEvidence).
-    struct Reconciled {
-        // A slot PodResources has not listed for `grace` is still in the kubelet's
-        // checkpoint: the kubelet writes it anew with its next device-list update.
-        bool checkpointLags = false;
-    };
-    Reconciled reconcile(const KubeletEvidence& evidence, std::chrono::milliseconds grace);
 
     // --- publishing ---------------------------------------------------------------
     // By default every change reaches the observer before the call that made it returns.
@@ -165,25 +201,6 @@ public:
     // `<stateDir>/pods/<allocation>/` (docs/live-info.md), mounted into the container.
     // Call before restoreSlots(), which rebuilds the files of the slots still held.
     void setLiveInfoDirectory(const std::string& stateDir);
-    // Cluster mode (borrowed; outlives the inventory): told when a slot of a shared
-    // device is freed. Without it shared slots are counted on this node alone.
-    void setSharedSlotGate(SharedSlotGate* gate) { gate_ = gate; }
-    SharedSlotGate* sharedSlotGate() const { return gate_; }
-    // The slots of shared devices a request names (cluster mode takes them first).
-    std::vector<std::string> sharedSlotsIn(const std::string& resource,
-                                           const std::vector<std::vector<std::string>>& containers) const;
-    // Whether a container on this node holds the slot.
-    bool slotHeld(const std::string& slotId) const;
-    // While cluster mode cannot tell who holds what (the API unreachable, not yet listed),
-    // `why`: every free slot of a shared device is then Unhealthy and refused with it.
-    // Empty: shared slots are offered again (but those setHeldElsewhere names).
-    void setClusterUnavailable(std::string why);
-    const std::string& clusterUnavailable() const { return clusterUnavailable_; }
-    // The slots of shared devices this node holds.
-    std::vector<std::string> heldSharedSlots() const;
-    // Free slots this node may not offer, and why: listed Unhealthy and refused until
-    // the next call leaves them out. Slots this node holds are never affected.
-    void setHeldElsewhere(std::map<std::string, std::string> slotReasons);
     // Held slots whose hold cluster mode cannot confirm now, and why: shown on the status
     // page and in the holders' live files until the next call leaves them out.
     void setUnconfirmedHolds(std::map<std::string, std::string> slotReasons);
@@ -261,13 +278,8 @@ private:
 
     // SlotLedger::Listener
     void holderChanged(const Slot& slot, const std::string& before) override;
-    void event(const std::string& level, const std::string& subject, const std::string& message) override;
 
     SlotRef findSlot(const std::string& deviceId);
-    // The ledger's questions: where a slot the kubelet reports would be, and whether a held
-    // slot's instance is offered by its configuration now.
-    SlotLedger::Locate locator();
-    bool placed(const Slot& slot) const;
     // The instance's record, made if new; nullptr when its resource is another
     // configuration's (the clash is an event, once).
     InstanceState* instanceRecord(ConfigurationState& c, const std::string& name);
@@ -277,8 +289,6 @@ private:
     bool slotHealthy(const ConfigurationState& c, const InstanceState& i, int index,
                      const std::string& resource) const;
     ResourceState buildResource(const ConfigurationState& c, const InstanceState* instance) const;
-    ContainerGrant grantFor(const ConfigurationState& c,
-                            const std::vector<const InstanceState*>& instances) const;
     void resizeSlots(ConfigurationState& c, InstanceState& instance);
     void dropInstance(ConfigurationState& c, const std::string& name);
     void removeConfiguration(const std::string& name);
@@ -287,12 +297,6 @@ private:
     // Gives the held slots of a configuration that was away (removed, or not loaded at a
     // restart) back to its instances.
     void placeHeldSlots(ConfigurationState& c);
-    // One container's slots, checked against the rules; `taken` collects the request's
-    // slots so far (one slot is never in two containers of a request).
-    std::variant<std::vector<SlotRef>, AllocationRefused> checkRequest(
-        const std::string& resource, const std::vector<std::string>& deviceIds, std::set<std::string>& taken);
-    std::variant<std::vector<ContainerGrant>, AllocationRefused> grant(
-        const std::string& resource, const std::vector<std::vector<std::string>>& containers);
     void publish();  // now, or scheduled (see setPublishScheduler)
     // Hands the observer just the slots of a configuration-level resource that changed;
     // false if it needs the full list instead.
@@ -300,24 +304,10 @@ private:
     void publishNow();
     int freeSlots(const ConfigurationState& c, const InstanceState& i) const;
 
-    // Live files (see setLiveInfoDirectory). An allocation is named by the first slot of
-    // its container's grant: a name that a restart can read back from the directory.
-    // The environment of one device's properties, KEY and KEY_<HASH>: what Allocate gives
-    // and the live file shows.
-    std::map<std::string, std::string> deviceEnvironment(const ConfigurationState& c,
-                                                         const InstanceState& instance) const;
+    // Live files (see setLiveInfoDirectory): what a held slot's file says.
     LiveDevice liveDevice(const Slot& slot) const;
-    // The allocations that describe an instance's slots are rewritten at the next publish().
-    void liveInstanceChanged(const std::string& instance);
-    // The allocation no longer lists the slot; an allocation left empty is removed.
-    void liveSlotGone(const std::string& slotId);
-    std::vector<LiveDevice> liveDevices(const std::string& allocation);
-    // Records the outcome of a write as events (stale, current again); true when written.
-    bool liveWritten(const std::string& allocation, const std::string& staleBefore, const Outcome& outcome);
-    bool writeLive(const std::string& allocation);
-    // Every allocation changed since the last publish, with one flush of the disk.
-    void writeChangedLive();
-    void rebuildLive();
+    // The files that describe an instance's slots are rewritten at the next publish().
+    void liveChanged(const std::string& instance);
 
     std::string nodeName_;
     std::string domain_;
@@ -344,14 +334,9 @@ private:
     std::uint64_t edits_ = 0;   // Edits closed so far
     std::map<std::string, AllocationCounts> allocationCounts_;
     const HandlerRegistry* handlers_ = nullptr;
-    SharedSlotGate* gate_ = nullptr;                    // null: not in cluster mode
-    std::map<std::string, std::string> heldElsewhere_;  // slot id -> why it is not offered
-    std::map<std::string, std::string> unconfirmed_;    // held slot id -> why its hold is not confirmed
-    std::string clusterUnavailable_;                    // why no free shared slot is offered; empty: they are
-    std::unique_ptr<LiveInfoWriter> liveInfo_;          // null: no live files
-    std::map<std::string, std::vector<std::string>> liveSlots_;  // allocation -> its slot ids
-    std::map<std::string, std::string> liveAllocationOf_;        // slot id -> allocation
-    std::set<std::string> liveChanged_;                          // allocations to rewrite
+    SlotPolicy* policy_ = nullptr;                    // the arbiter; null: every free slot is offered
+    std::map<std::string, std::string> unconfirmed_;  // held slot id -> why its hold is not confirmed
+    std::unique_ptr<LiveFiles> liveFiles_;  // null: no live files
     bool publishScheduled_ = false;
     ThreadBound loopThread_;  // every public member is called on the loop thread
 };

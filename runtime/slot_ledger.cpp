@@ -11,11 +11,6 @@ namespace devlet {
 namespace {
 constexpr Log log{"slots"};
 
-std::string describeHolder(const PodDevice& device) {
-    if (!device.pod.empty()) return "pod " + device.podNamespace + "/" + device.pod;
-    if (!device.podUid.empty()) return "pod uid " + device.podUid;
-    return "a container";
-}
 }  // namespace
 
 std::pair<std::string, int> splitSlotId(const std::string& id) {
@@ -29,8 +24,15 @@ std::pair<std::string, int> splitSlotId(const std::string& id) {
     return {id.substr(0, dash), index};
 }
 
-SlotLedger::SlotLedger(Store* store, const Clock& clock, Listener& listener)
-    : store_(store), clock_(clock), listener_(listener) {}
+SlotLedger::SlotLedger(Store* store, const Clock& clock) : store_(store), clock_(clock) {}
+
+void SlotLedger::holderChanged(const Slot& slot, const std::string& before) {
+    for (Listener* listener : listeners_) listener->holderChanged(slot, before);
+}
+
+void SlotLedger::event(const std::string& level, const std::string& subject, const std::string& message) {
+    for (Listener* listener : listeners_) listener->event(level, subject, message);
+}
 
 void SlotLedger::restore() {
     loopThread_.check();
@@ -137,7 +139,7 @@ Outcome SlotLedger::hold(const std::vector<Slot>& slots, const std::string& inst
         place(Held{slot, std::move(deviceId), now});
         ++revision_;
         log.debug() << "slot " << slot.deviceId << " held through " << slot.holderResource;
-        listener_.holderChanged(slot, before);
+        holderChanged(slot, before);
     }
     return Outcome::ok();
 }
@@ -148,6 +150,7 @@ void SlotLedger::confirm(const std::string& instance, int index) {
 }
 
 bool SlotLedger::release(const std::string& instance, int index, bool placed) {
+    loopThread_.check();
     auto i = held_.find(instance);
     if (i == held_.end()) return false;
     auto k = i->second.find(index);
@@ -166,7 +169,7 @@ bool SlotLedger::release(const std::string& instance, int index, bool placed) {
     if (!placed) {
         // Its configuration is gone: the instance's row goes with its last held slot.
         if (store_ && !anyHeld(instance)) (void)store_->removeInstance(instance);
-        listener_.event("info", instance,
+        event("info", instance,
                         "slot " + slot.deviceId + " of removed configuration " + slot.configuration +
                             " released: no container holds it any more");
         return true;
@@ -176,125 +179,31 @@ bool SlotLedger::release(const std::string& instance, int index, bool placed) {
     freed.sinceMs = 0;
     freed.pod.clear();
     freed.podNamespace.clear();
-    listener_.holderChanged(freed, slot.holderResource);
+    holderChanged(freed, slot.holderResource);
     const std::string who = slot.pod.empty() ? slot.holderResource : slot.podNamespace + "/" + slot.pod;
-    listener_.event("info", instance,
+    event("info", instance,
                     "slot " + slot.deviceId + " released (" + who + "): no container holds it any more");
     return true;
 }
 
-bool SlotLedger::reconcile(const KubeletEvidence& evidence, std::chrono::milliseconds grace,
-                           const Locate& locate, const Placed& placed) {
+void SlotLedger::namePod(const std::string& instance, int index, const std::string& pod,
+                         const std::string& podNamespace) {
     loopThread_.check();
-    podsHeld_.clear();
-    checkpointHeld_.clear();
-    lastHolders_.clear();
-    if (evidence.pods) {
-        for (const PodDevice& device : *evidence.pods) {
-            podsHeld_.emplace(device.resource, device.deviceId);
-            lastHolders_.emplace(splitSlotId(device.deviceId).first, device);
-        }
-    }
-    if (evidence.checkpoint) {
-        for (const PodDevice& device : *evidence.checkpoint) {
-            checkpointHeld_.emplace(device.resource, device.deviceId);
-            lastHolders_.emplace(splitSlotId(device.deviceId).first, device);
-        }
-    }
-    // Absence counts only from a kubelet that can know (see KubeletEvidence).
-    evidenceTrusted_ =
-        evidence.pods && evidence.checkpointError.empty() && (evidence.checkpoint || !evidence.pods->empty());
-
-    // The kubelet knows best: a slot it reports held that devlet thinks free (state lost,
-    // or held before devlet started) is adopted rather than offered again. A conflict is
-    // said when it appears, not on every poll while it lasts.
-    conflictsNow_.clear();
-    if (evidence.pods) adopt(*evidence.pods, "PodResources", locate);
-    if (evidence.checkpoint) adopt(*evidence.checkpoint, "the kubelet's device checkpoint", locate);
-    reportedConflicts_.swap(conflictsNow_);
-
-    std::map<std::pair<std::string, std::string>, const PodDevice*> named;
-    if (evidence.pods) {
-        for (const PodDevice& device : *evidence.pods) named[{device.resource, device.deviceId}] = &device;
-    }
-    const auto now = clock_.steady();
-    bool lags = false;
-    std::vector<std::pair<std::string, int>> releasing;
-    for (auto& [instance, slots] : held_) {
-        for (auto& [index, held] : slots) {
-            Slot& slot = held.slot;
-            auto found = named.find({slot.holderResource, slot.deviceId});
-            if (found == named.end()) {
-                if (releasable(held, grace, lags)) releasing.emplace_back(instance, index);
-                continue;
-            }
-            held.lastConfirmed = now;
-            const PodDevice& pod = *found->second;
-            if (slot.pod == pod.pod && slot.podNamespace == pod.podNamespace) continue;
-            slot.pod = pod.pod;
-            slot.podNamespace = pod.podNamespace;
-            ++revision_;
-            if (store_) (void)store_->setSlotPod(slot.deviceId, pod.pod, pod.podNamespace);
-            log.info() << "slot " << slot.deviceId << " is used by pod " << pod.podNamespace << "/"
-                       << pod.pod;
-        }
-    }
-    for (const auto& [instance, index] : releasing) {
-        const Slot* slot = holder(instance, index);
-        if (slot) release(instance, index, placed(*slot));
-    }
-    return lags;
+    Held* held = find(instance, index);
+    if (!held || (held->slot.pod == pod && held->slot.podNamespace == podNamespace)) return;
+    held->slot.pod = pod;
+    held->slot.podNamespace = podNamespace;
+    ++revision_;
+    if (store_) (void)store_->setSlotPod(held->slot.deviceId, pod, podNamespace);
+    log.info() << "slot " << held->slot.deviceId << " is used by pod " << podNamespace << "/" << pod;
 }
 
-bool SlotLedger::releasable(const Held& held, std::chrono::milliseconds grace, bool& lags) const {
-    if (!evidenceTrusted_ || clock_.steady() - held.lastConfirmed < grace) return false;
-    if (checkpointHeld_.count({held.slot.holderResource, held.slot.deviceId})) {
-        lags = true;
-        return false;
+std::vector<SlotLedger::Entry> SlotLedger::entries() const {
+    std::vector<Entry> result;
+    for (const auto& [instance, slots] : held_) {
+        for (const auto& [index, held] : slots) result.push_back({held.slot, held.lastConfirmed});
     }
-    return true;
-}
-
-void SlotLedger::adopt(const std::vector<PodDevice>& reported, const std::string& source,
-                       const Locate& locate) {
-    for (const PodDevice& device : reported) {
-        std::optional<Place> place = locate(device.resource, device.deviceId);
-        if (!place) continue;
-        const Slot* recorded = holder(place->instance, place->index);
-        if (recorded && recorded->holderResource == device.resource) continue;
-        const std::string who = describeHolder(device);
-        if (recorded) {
-            // Two holders through two resources: the kubelet's word and devlet's record
-            // disagree. devlet keeps its record (both stay Unhealthy to everyone else); a
-            // person has to look.
-            const std::string conflict = "slot " + device.deviceId + " is held by " + who + " through " +
-                                         device.resource + " according to " + source +
-                                         ", but devlet records it held through " + recorded->holderResource +
-                                         "; both resources keep it from any other pod";
-            if (!reportedConflicts_.count(conflict)) listener_.event("error", place->instance, conflict);
-            conflictsNow_.insert(conflict);
-            continue;
-        }
-        Slot slot{device.deviceId, place->instance, place->configuration, place->index,
-                  device.resource, clock_.wallMs(), device.pod,           device.podNamespace};
-        if (auto outcome = hold({slot}, place->instanceDeviceId); !outcome) {
-            log.warning() << outcome.error();
-            continue;
-        }
-        listener_.event("warning", place->instance,
-                        "slot " + device.deviceId + " is held by " + who + " through " + device.resource +
-                            " according to " + source + " but was not recorded; adopted");
-    }
-}
-
-void SlotLedger::adoptKnownHolders(const std::string& instance, const Locate& locate) {
-    loopThread_.check();
-    std::vector<PodDevice> reported;
-    for (auto [it, end] = lastHolders_.equal_range(instance); it != end; ++it) reported.push_back(it->second);
-    if (reported.empty()) return;
-    conflictsNow_.clear();
-    adopt(reported, "the kubelet", locate);
-    reportedConflicts_.insert(conflictsNow_.begin(), conflictsNow_.end());
+    return result;
 }
 
 }  // namespace devlet

@@ -22,6 +22,7 @@
 #include "runtime/discovery.h"
 #include "runtime/inventory.h"
 #include "runtime/naming.h"
+#include "tests/support/decide_now.h"
 
 namespace devlet {
 namespace {
@@ -74,13 +75,14 @@ protected:
                                                    const Instance& device) {
         NullObserver observer;
         Inventory inventory(kNode, kDomain, nullptr, observer);
+        SlotArbiter arbiter(inventory);
         inventory.setHandlers(handlers_);
         inventory.applyConfigurations({configuration}, {{configuration.name, std::chrono::milliseconds(0)}});
         inventory.reportSnapshot(configuration.name, {device});
         const std::string instance =
             instanceName(configuration.name, instanceHash(device.id, kNode, device.shared));
         auto granted =
-            inventory.allocate(configurationLevelResource(configuration, kDomain), {slotId(instance, 0)});
+            test::allocateNow(arbiter, configurationLevelResource(configuration, kDomain), {slotId(instance, 0)});
         if (auto* refused = std::get_if<AllocationRefused>(&granted)) {
             ADD_FAILURE() << refused->message;
             return {};

@@ -22,6 +22,7 @@
 #include "runtime/inventory.h"
 #include "tests/support/run_on_loop.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/decide_now.h"
 
 namespace devlet::plugin {
 namespace {
@@ -115,7 +116,7 @@ TEST_F(DevicePluginServerTest, ListShowsBothSlotsAndFollowsAnAllocationElsewhere
 
     // Slot 0 taken through the configuration-level resource: Unhealthy here.
     const bool granted = onLoop([this] {
-        auto result = inventory_->allocate("akri.sh/echo", {"echo-8120fe-0"});
+        auto result = test::allocateNow(*arbiter_, "akri.sh/echo", {"echo-8120fe-0"});
         publish("akri.sh/echo-8120fe");
         return std::holds_alternative<ContainerGrant>(result);
     });
@@ -140,7 +141,7 @@ TEST_F(DevicePluginServerTest, AllocateGrantsEnvironmentAndRefusesASlotHeldElsew
     }
     onLoop([this] {
         return std::holds_alternative<ContainerGrant>(
-            inventory_->allocate("akri.sh/echo", {"echo-8120fe-0"}));
+            test::allocateNow(*arbiter_, "akri.sh/echo", {"echo-8120fe-0"}));
     });
     grpc::ClientContext context;
     v1beta1::AllocateRequest request;

@@ -1,231 +1,13 @@
-// The inventory on its own: a recording observer stands in for the plugins, a
-// hand-driven clock for time, and either no store or a real SQLite store in a
-// temporary directory. Names follow Akri's test vectors ("foo0" shared -> 8120fe).
+// The inventory: names, device lists and their health, grants' contents, preferred
+// allocation, devices that go away, the store across restarts, configuration changes.
+// Who may hold a slot is tested with the arbiter (test_slot_arbiter_rules.cpp).
 
-#include <algorithm>
-#include <chrono>
-#include <filesystem>
-#include <map>
-#include <memory>
-#include <optional>
-#include <set>
-#include <string>
-#include <variant>
-#include <vector>
+#include "tests/runtime/inventory_fixture.h"
 
-#include <gtest/gtest.h>
-#include <sqlite3.h>
-
-#include "runtime/inventory.h"
-#include "runtime/naming.h"
-#include "runtime/store.h"
-#include "tests/support/temp_dir.h"
-
-namespace devlet {
+namespace devlet::test {
 namespace {
 
-using namespace std::chrono_literals;
-namespace fs = std::filesystem;
-
-constexpr char kNode[] = "node-a";
-constexpr char kDomain[] = "akri.sh";
-
-// Config "echo" with devices "foo0" and "foo1" (shared): Akri's test vectors.
-constexpr char kCl[] = "akri.sh/echo";
-constexpr char kFoo0[] = "echo-8120fe";
-constexpr char kFoo1[] = "echo-a19705";
-constexpr char kFoo0Il[] = "akri.sh/echo-8120fe";
-constexpr char kFoo1Il[] = "akri.sh/echo-a19705";
-
-// Keeps what the plugins would be told: the latest state of every offered
-// resource and every resource withdrawn since.
-class RecordingObserver : public InventoryObserver {
-public:
-    void resourceChanged(ResourceState state) override {
-        withdrawn.erase(state.resource);
-        latest[state.resource] = state;
-        ++changes;
-        ++changesOf[state.resource];
-    }
-    // Applies the changed slots to the list it has, as the plugin host does.
-    bool slotsChanged(const ResourceState& changes) override {
-        auto it = latest.find(changes.resource);
-        if (!keepsLists || it == latest.end()) return false;
-        std::vector<DeviceState> devices = it->second.devices;
-        for (const DeviceState& change : changes.devices) {
-            auto device = std::find_if(devices.begin(), devices.end(),
-                                       [&](const DeviceState& d) { return d.id == change.id; });
-            if (device == devices.end()) return false;
-            *device = change;
-        }
-        it->second.devices = std::move(devices);
-        ++this->changes;
-        ++changesOf[changes.resource];
-        ++slotChangesOf[changes.resource];
-        return true;
-    }
-    void resourceWithdrawn(const std::string& resource) override {
-        latest.erase(resource);
-        withdrawn.insert(resource);
-    }
-
-    bool keepsLists = true;  // false: an observer that takes full lists only
-    std::map<std::string, ResourceState> latest;
-    std::set<std::string> withdrawn;
-    int changes = 0;
-    std::map<std::string, int> changesOf;
-    std::map<std::string, int> slotChangesOf;  // of changesOf, those of changed slots only
-};
-
-Configuration echoConfiguration(const std::string& name, int capacity) {
-    Configuration configuration;
-    configuration.name = name;
-    configuration.handler = "debugEcho";
-    configuration.discoveryDetails = "descriptions: [foo0, foo1]\nshared: true\n";
-    configuration.capacity = capacity;
-    configuration.sourceFile = "/etc/devlet/conf.d/" + name + ".yaml";
-    configuration.sourceLine = 1;
-    return configuration;
-}
-
-// What a kubelet says whose device checkpoint agrees with PodResources.
-KubeletEvidence kubeletSays(std::vector<PodDevice> held) {
-    return KubeletEvidence{held, held, {}};
-}
-
-Instance echoDevice(const std::string& description) {
-    Instance instance;
-    instance.id = description;
-    instance.shared = true;
-    instance.properties["DEBUG_ECHO_DESCRIPTION"] = description;
-    return instance;
-}
-
-class InventoryTest : public ::testing::Test {
-protected:
-    void TearDown() override {
-        // Whatever a test did, the lists the observer holds (full lists and the slot
-        // changes applied to them) are what the inventory offers.
-        if (inventory_ && !inventory_->publicationPending()) {
-            for (const ResourceState& offered : inventory_->resources()) {
-                auto it = observer_.latest.find(offered.resource);
-                ASSERT_NE(it, observer_.latest.end()) << offered.resource;
-                EXPECT_EQ(it->second.devices, offered.devices) << offered.resource;
-            }
-        }
-        inventory_.reset();
-        store_.reset();
-        root_.reset();
-    }
-
-    Inventory::Clock manualClock() {
-        return {[this] { return steadyNow_; }, [this] { return wallMs_; }};
-    }
-
-    void advance(std::chrono::milliseconds by) {
-        steadyNow_ += by;
-        wallMs_ += by.count();
-    }
-
-    std::unique_ptr<Inventory> makeInventory(Store* store, RecordingObserver& observer) {
-        return std::make_unique<Inventory>(kNode, kDomain, store, observer, manualClock());
-    }
-
-    // An inventory without a store, observed by observer_.
-    Inventory& inventory() {
-        if (!inventory_) inventory_ = makeInventory(store_.get(), observer_);
-        return *inventory_;
-    }
-
-    fs::path stateDir() {
-        if (!root_) root_.emplace();
-        return root_->path() / "state";
-    }
-
-    std::unique_ptr<Store> openStore(StoreOptions options = {}) {
-        Outcome why = Outcome::ok();
-        auto store = Store::open(stateDir().string(), options, why);
-        EXPECT_NE(store, nullptr) << why.error();
-        return store;
-    }
-
-    // Uses a real store for inventory() from here on.
-    Store& useStore(StoreOptions options = {}) {
-        store_ = openStore(options);
-        return *store_;
-    }
-
-    // One configuration "echo" with foo0 and foo1 reported.
-    void setUpEcho(int capacity, std::chrono::milliseconds grace = 0ms) {
-        configurations_ = {echoConfiguration("echo", capacity)};
-        graces_ = {{"echo", grace}};
-        inventory().applyConfigurations(configurations_, graces_);
-        inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
-    }
-
-    void setCapacity(int capacity) {
-        configurations_[0].capacity = capacity;
-        inventory().applyConfigurations(configurations_, graces_);
-    }
-
-    // id -> healthy, as last published for resource.
-    std::map<std::string, bool> health(const std::string& resource) const {
-        std::map<std::string, bool> result;
-        auto it = observer_.latest.find(resource);
-        if (it == observer_.latest.end()) return result;
-        for (const DeviceState& device : it->second.devices) result[device.id] = device.healthy;
-        return result;
-    }
-
-    std::vector<std::string> healthyIds(const std::string& resource) const {
-        std::vector<std::string> ids;
-        for (const auto& [id, healthy] : health(resource)) {
-            if (healthy) ids.push_back(id);
-        }
-        return ids;
-    }
-
-    std::optional<Slot> slotView(const std::string& id) const {
-        for (const ConfigurationView& c : inventory_->view()) {
-            for (const InstanceView& i : c.instances) {
-                for (const Slot& s : i.slots) {
-                    if (s.deviceId == id) return s;
-                }
-            }
-        }
-        return std::nullopt;
-    }
-
-    std::string holder(const std::string& id) const {
-        auto view = slotView(id);
-        return view ? view->holderResource : "<no such slot>";
-    }
-
-    ContainerGrant allocateOk(const std::string& resource, const std::vector<std::string>& ids) {
-        auto result = inventory().allocate(resource, ids);
-        if (auto* refused = std::get_if<AllocationRefused>(&result)) {
-            ADD_FAILURE() << "allocate refused: " << refused->message;
-            return {};
-        }
-        return std::get<ContainerGrant>(result);
-    }
-
-    std::string refusal(const std::string& resource, const std::vector<std::string>& ids) {
-        auto result = inventory().allocate(resource, ids);
-        if (auto* refused = std::get_if<AllocationRefused>(&result)) return refused->message;
-        ADD_FAILURE() << "allocate of " << resource << " was accepted";
-        return {};
-    }
-
-    std::chrono::steady_clock::time_point steadyNow_{std::chrono::hours(1000)};
-    std::int64_t wallMs_ = 1'700'000'000'000;
-    RecordingObserver observer_;
-    std::unique_ptr<Store> store_;
-    std::unique_ptr<Inventory> inventory_;
-    std::vector<Configuration> configurations_;
-    std::map<std::string, std::chrono::milliseconds> graces_;
-    std::optional<test::TempDir> root_;  // made on first use: most tests need no store
-};
+class InventoryTest : public InventoryFixture {};
 
 // --- names ----------------------------------------------------------------------
 
@@ -355,7 +137,7 @@ TEST_F(InventoryTest, ConfigurationListGetsOnlyTheSlotsWhoseHolderChanged) {
 
     // A slot freed is a changed slot too.
     advance(11s);
-    inventory().reconcile(kubeletSays({{kFoo0Il, "echo-8120fe-0", "pod", "default", ""},
+    arbiter().reconcile(kubeletSays({{kFoo0Il, "echo-8120fe-0", "pod", "default", ""},
                                        {kFoo0Il, "echo-8120fe-1", "pod", "default", ""}}),
                           10s);
     EXPECT_EQ(observer_.slotChangesOf, (std::map<std::string, int>{{kCl, 3}}));
@@ -453,9 +235,9 @@ TEST_F(InventoryTest, RevisionChangesWithWhatTheStatusPageShows) {
     EXPECT_FALSE(changed());
     allocateOk(kCl, {"echo-8120fe-0"});
     EXPECT_TRUE(changed());
-    inventory().reconcile(kubeletSays({{kCl, "echo-8120fe-0", "pod-a", "ns", ""}}), 1s);
+    arbiter().reconcile(kubeletSays({{kCl, "echo-8120fe-0", "pod-a", "ns", ""}}), 1s);
     EXPECT_TRUE(changed()) << "the pod's name is shown";
-    inventory().reconcile(kubeletSays({{kCl, "echo-8120fe-0", "pod-a", "ns", ""}}), 1s);
+    arbiter().reconcile(kubeletSays({{kCl, "echo-8120fe-0", "pod-a", "ns", ""}}), 1s);
     EXPECT_FALSE(changed()) << "the same pods again change nothing";
     inventory().reportProbeError("echo", "broken");
     EXPECT_TRUE(changed());
@@ -464,116 +246,6 @@ TEST_F(InventoryTest, RevisionChangesWithWhatTheStatusPageShows) {
     EXPECT_TRUE(changed()) << "last seen moved";
     EXPECT_FALSE(inventory().expireGone().has_value());
     EXPECT_FALSE(changed());
-}
-
-TEST_F(InventoryTest, AllocateOfSlotHeldThroughOtherResourceIsRefusedNamingHolder) {
-    setUpEcho(2);
-    allocateOk(kCl, {"echo-8120fe-0"});
-    const std::string message = refusal(kFoo0Il, {"echo-8120fe-0"});
-    EXPECT_NE(message.find("echo-8120fe-0"), std::string::npos) << message;
-    EXPECT_NE(message.find("held through akri.sh/echo"), std::string::npos) << message;
-    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
-}
-
-TEST_F(InventoryTest, AllocationsAndRefusalsAreCountedByConfiguration) {
-    setUpEcho(2);
-    allocateOk(kCl, {"echo-8120fe-0"});
-    allocateOk(kFoo0Il, {"echo-8120fe-1"});
-    refusal(kFoo0Il, {"echo-8120fe-0"});
-    refusal("akri.sh/nothing", {"x-0"});
-    const auto& counts = inventory().allocationCounts();
-    ASSERT_TRUE(counts.contains("echo"));
-    EXPECT_EQ(counts.at("echo").granted, 2u);
-    EXPECT_EQ(counts.at("echo").refused, 1u);
-    ASSERT_TRUE(counts.contains(""));
-    EXPECT_EQ(counts.at("").refused, 1u);
-}
-
-TEST_F(InventoryTest, RefusalNamesHoldingPodOnceKnown) {
-    setUpEcho(1);
-    allocateOk(kFoo0Il, {"echo-8120fe-0"});
-    inventory().reconcile(kubeletSays({{kFoo0Il, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
-    const std::string message = refusal(kCl, {"echo-8120fe-0"});
-    EXPECT_NE(message.find("akri.sh/echo-8120fe by pod vision/camera-app"), std::string::npos) << message;
-}
-
-TEST_F(InventoryTest, RefusedRequestHoldsNoneOfItsSlots) {
-    setUpEcho(2);
-    allocateOk(kFoo0Il, {"echo-8120fe-1"});
-    refusal(kCl, {"echo-a19705-0", "echo-8120fe-1"});
-    EXPECT_EQ(holder("echo-a19705-0"), "");
-    EXPECT_EQ(inventory_->slotsHeld(), 1u);
-}
-
-TEST_F(InventoryTest, SameResourceReofferIsAcceptedAndKeepsSince) {
-    setUpEcho(1);
-    allocateOk(kCl, {"echo-8120fe-0"});
-    const std::int64_t since = slotView("echo-8120fe-0")->sinceMs;
-    EXPECT_EQ(since, wallMs_);
-    advance(60s);
-    const int before = observer_.changes;
-    ContainerGrant grant = allocateOk(kCl, {"echo-8120fe-0"});
-    EXPECT_EQ(grant.envs.at("DEBUG_ECHO_DESCRIPTION"), "foo0");
-    EXPECT_EQ(slotView("echo-8120fe-0")->sinceMs, since);
-    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
-    EXPECT_EQ(observer_.changes, before);
-}
-
-TEST_F(InventoryTest, AllocateOfAnotherConfigurationsSlotIsRefused) {
-    configurations_ = {echoConfiguration("echo", 1), echoConfiguration("other", 1)};
-    inventory().applyConfigurations(configurations_, {});
-    inventory().reportSnapshot("echo", {echoDevice("foo0")});
-    inventory().reportSnapshot("other", {echoDevice("foo0")});
-    const std::string message = refusal(kCl, {"other-8120fe-0"});
-    EXPECT_NE(message.find("other-8120fe-0 is not part of akri.sh/echo"), std::string::npos) << message;
-    refusal(kFoo0Il, {"other-8120fe-0"});
-    EXPECT_EQ(holder("other-8120fe-0"), "");
-}
-
-TEST_F(InventoryTest, AllocateOfOtherInstancesSlotThroughInstanceResourceIsRefused) {
-    setUpEcho(1);
-    refusal(kFoo0Il, {"echo-a19705-0"});
-    EXPECT_EQ(inventory_->slotsHeld(), 0u);
-}
-
-TEST_F(InventoryTest, AllocateOfUnknownIdIsRefused) {
-    setUpEcho(2);
-    refusal(kCl, {"echo-ffffff-0"});
-    refusal(kCl, {"echo-8120fe-2"});
-    refusal(kCl, {"echo-8120fe"});
-    refusal(kCl, {"bogus"});
-    refusal(kCl, {});
-    EXPECT_EQ(inventory_->slotsHeld(), 0u);
-}
-
-TEST_F(InventoryTest, AllocateThroughUnknownResourceIsRefused) {
-    setUpEcho(1);
-    const std::string message = refusal("akri.sh/nothing", {"echo-8120fe-0"});
-    EXPECT_NE(message.find("does not offer akri.sh/nothing"), std::string::npos) << message;
-    refusal("example.com/echo", {"echo-8120fe-0"});
-}
-
-// Akri's default: a configuration-level request gets distinct devices.
-TEST_F(InventoryTest, ClRefusesTwoSlotsOfOneInstanceByDefault) {
-    configurations_ = {echoConfiguration("echo", 2)};
-    ASSERT_TRUE(configurations_[0].uniqueDevices);
-    inventory().applyConfigurations(configurations_, {});
-    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
-    const std::string message = refusal(kCl, {"echo-8120fe-0", "echo-8120fe-1"});
-    EXPECT_NE(message.find("distinct devices"), std::string::npos) << message;
-    EXPECT_EQ(inventory_->slotsHeld(), 0u);
-    allocateOk(kCl, {"echo-8120fe-0", "echo-a19705-0"});
-    // Through the instance's own resource two of its slots are what was asked for.
-    allocateOk(kFoo1Il, {"echo-a19705-1"});
-}
-
-TEST_F(InventoryTest, UniqueDevicesFalseLetsOnePodShareOneDevice) {
-    configurations_ = {echoConfiguration("echo", 2)};
-    configurations_[0].uniqueDevices = false;
-    inventory().applyConfigurations(configurations_, {});
-    inventory().reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
-    ContainerGrant grant = allocateOk(kCl, {"echo-8120fe-0", "echo-8120fe-1"});
-    EXPECT_EQ(grant.envs.at("DEVLET_INSTANCES"), kFoo0);
 }
 
 // --- grant contents -------------------------------------------------------------
@@ -757,7 +429,7 @@ TEST_F(InventoryTest, ThreePodsEachAskingForOneClUnitAllRun) {
         }
         auto chosen = inventory().preferredAllocation(kCl, available, {}, 1);
         ASSERT_EQ(chosen.size(), 1u) << "pod " << pod;
-        auto result = inventory().allocate(kCl, chosen);
+        auto result = allocateNow(arbiter(), kCl, chosen);
         ASSERT_TRUE(std::holds_alternative<ContainerGrant>(result))
             << "pod " << pod << ": " << std::get<AllocationRefused>(result).message;
         given.insert(chosen[0]);
@@ -858,7 +530,7 @@ TEST_F(InventoryTest, WithdrawnDeviceKeepsHeldSlotUntilReleased) {
     // Gone again, and the pod with it: the instance is forgotten.
     inventory().reportSnapshot("echo", {echoDevice("foo1")});
     advance(10s);
-    inventory().reconcile(kubeletSays({}), 5s);
+    arbiter().reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(holder("echo-8120fe-0"), "<no such slot>");
     EXPECT_EQ(inventory_->view()[0].instances.size(), 1u);
     EXPECT_EQ(health(kCl), (std::map<std::string, bool>{{"echo-a19705-0", true}}));
@@ -870,273 +542,6 @@ TEST_F(InventoryTest, WithdrawnDeviceHeldThroughItsOwnResourceLeavesTheConfigura
     inventory().reportSnapshot("echo", {echoDevice("foo1")});
     EXPECT_EQ(observer_.withdrawn, (std::set<std::string>{kFoo0Il}));
     EXPECT_EQ(health(kCl), (std::map<std::string, bool>{{"echo-a19705-0", true}}));
-}
-
-// --- reconciling with PodResources ---------------------------------------------------
-
-TEST_F(InventoryTest, ReconcileRecordsPodOfHeldSlot) {
-    setUpEcho(1);
-    allocateOk(kCl, {"echo-8120fe-0"});
-    inventory().reconcile(kubeletSays({{kCl, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
-    auto view = slotView("echo-8120fe-0");
-    ASSERT_TRUE(view);
-    EXPECT_EQ(view->pod, "camera-app");
-    EXPECT_EQ(view->podNamespace, "vision");
-    EXPECT_EQ(view->holderResource, kCl);
-}
-
-TEST_F(InventoryTest, ReconcileFreesUnlistedSlotOnlyAfterGrace) {
-    setUpEcho(1);
-    allocateOk(kCl, {"echo-8120fe-0"});
-    advance(4s);
-    inventory().reconcile(kubeletSays({}), 5s);
-    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
-    EXPECT_FALSE(health(kFoo0Il).at("echo-8120fe-0"));
-
-    advance(1s);
-    inventory().reconcile(kubeletSays({}), 5s);
-    EXPECT_EQ(holder("echo-8120fe-0"), "");
-    EXPECT_TRUE(health(kFoo0Il).at("echo-8120fe-0"));
-    EXPECT_EQ(inventory_->slotsHeld(), 0u);
-}
-
-// Cluster mode's part, as the inventory sees it: the slots it may not offer, and the
-// slots of shared devices it frees.
-class RecordingGate : public SharedSlotGate {
-public:
-    void take(const std::vector<std::string>& slotIds, std::function<void(Outcome)> done) override {
-        taken.insert(taken.end(), slotIds.begin(), slotIds.end());
-        done(Outcome::ok());
-    }
-    void release(const std::string& slotId) override { released.push_back(slotId); }
-    std::vector<std::string> taken;
-    std::vector<std::string> released;
-};
-
-TEST_F(InventoryTest, SlotHeldElsewhereIsUnhealthyEverywhereAndRefusedNamingWhy) {
-    setUpEcho(2);
-    inventory().setHeldElsewhere({{"echo-8120fe-0", "held on node node-b"}});
-    EXPECT_FALSE(health(kFoo0Il).at("echo-8120fe-0"));
-    EXPECT_FALSE(health(kCl).at("echo-8120fe-0"));
-    EXPECT_TRUE(health(kCl).at("echo-8120fe-1"));
-    const std::string message = refusal(kCl, {"echo-8120fe-0"});
-    EXPECT_NE(message.find("held on node node-b"), std::string::npos) << message;
-    EXPECT_EQ(inventory().view().at(0).instances.at(0).heldElsewhere.at("echo-8120fe-0"),
-              "held on node node-b");
-
-    inventory().setHeldElsewhere({});
-    EXPECT_TRUE(health(kFoo0Il).at("echo-8120fe-0"));
-    EXPECT_TRUE(health(kCl).at("echo-8120fe-0"));
-    allocateOk(kCl, {"echo-8120fe-0"});
-}
-
-TEST_F(InventoryTest, SlotHeldHereStaysHealthyInItsHolderWhateverTheClusterSays) {
-    setUpEcho(1);
-    allocateOk(kCl, {"echo-8120fe-0"});
-    inventory().setHeldElsewhere({{"echo-8120fe-0", "held on node node-b"}});
-    EXPECT_TRUE(health(kCl).at("echo-8120fe-0"));
-    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
-}
-
-TEST_F(InventoryTest, SharedSlotsOfARequestAreNamedAndFreedOnesReleased) {
-    RecordingGate gate;
-    setUpEcho(1);
-    inventory().setSharedSlotGate(&gate);
-    EXPECT_EQ(inventory().sharedSlotsIn(kCl, {{"echo-8120fe-0"}, {"echo-a19705-0", "echo-8120fe-0"}}),
-              (std::vector<std::string>{"echo-8120fe-0", "echo-a19705-0"}));
-    EXPECT_TRUE(inventory().sharedSlotsIn("akri.sh/other", {{"echo-8120fe-0"}}).empty());
-    allocateOk(kCl, {"echo-8120fe-0"});
-    EXPECT_EQ(inventory().heldSharedSlots(), std::vector<std::string>{"echo-8120fe-0"});
-    EXPECT_TRUE(inventory().slotHeld("echo-8120fe-0"));
-    advance(5s);
-    inventory().reconcile(kubeletSays({}), 5s);
-    EXPECT_EQ(holder("echo-8120fe-0"), "");
-    EXPECT_EQ(gate.released, std::vector<std::string>{"echo-8120fe-0"});
-    inventory().setSharedSlotGate(nullptr);
-}
-
-TEST_F(InventoryTest, ReconcileConfirmationRestartsGrace) {
-    setUpEcho(1);
-    allocateOk(kCl, {"echo-8120fe-0"});
-    advance(4s);
-    inventory().reconcile(kubeletSays({{kCl, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
-    advance(4s);
-    inventory().reconcile(kubeletSays({}), 5s);
-    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
-    advance(1s);
-    inventory().reconcile(kubeletSays({}), 5s);
-    EXPECT_EQ(holder("echo-8120fe-0"), "");
-}
-
-TEST_F(InventoryTest, ReconcileDoesNotConfirmSlotListedUnderOtherResource) {
-    setUpEcho(1);
-    allocateOk(kCl, {"echo-8120fe-0"});
-    advance(5s);
-    inventory().reconcile(kubeletSays({{kFoo0Il, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
-    EXPECT_EQ(holder("echo-8120fe-0"), "");
-}
-
-TEST_F(InventoryTest, ReconcileAdoptsSlotThatPodResourcesListsAsHeld) {
-    setUpEcho(2);
-    inventory().reconcile(kubeletSays({{kFoo0Il, "echo-8120fe-1", "camera-app", "vision", ""}}), 5s);
-    auto view = slotView("echo-8120fe-1");
-    ASSERT_TRUE(view);
-    EXPECT_EQ(view->holderResource, kFoo0Il);
-    EXPECT_EQ(view->pod, "camera-app");
-    EXPECT_EQ(view->podNamespace, "vision");
-    EXPECT_FALSE(health(kCl).at("echo-8120fe-1"));
-    refusal(kCl, {"echo-8120fe-1"});
-}
-
-TEST_F(InventoryTest, ReconcileDoesNotAdoptSlotUnderForeignResource) {
-    setUpEcho(1);
-    inventory().reconcile(kubeletSays({{kFoo1Il, "echo-8120fe-0", "camera-app", "vision", ""},
-                                       {"akri.sh/other", "echo-a19705-0", "camera-app", "vision", ""}}),
-                          5s);
-    EXPECT_EQ(inventory_->slotsHeld(), 0u);
-}
-
-// --- evidence: a slot is released only when the kubelet can know -----------------------
-
-TEST_F(InventoryTest, PodResourcesFailureReleasesNothing) {
-    setUpEcho(1);
-    allocateOk(kCl, {"echo-8120fe-0"});
-    advance(60s);
-    inventory().reconcile(KubeletEvidence{std::nullopt, std::vector<PodDevice>{}, {}}, 5s);
-    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
-}
-
-TEST_F(InventoryTest, CheckpointListingASlotKeepsItHeldWhilePodResourcesListsNoPod) {
-    setUpEcho(1);
-    allocateOk(kCl, {"echo-8120fe-0"});
-    allocateOk(kFoo1Il, {"echo-a19705-0"});
-    // A kubelet restarted without its API server: no pod known, the checkpoint intact.
-    const std::vector<PodDevice> checkpoint{{kCl, "echo-8120fe-0", "", "", "uid-a"},
-                                            {kFoo1Il, "echo-a19705-0", "", "", "uid-b"}};
-    for (int poll = 0; poll < 20; ++poll) {
-        advance(5s);
-        auto reconciled =
-            inventory().reconcile(KubeletEvidence{std::vector<PodDevice>{}, checkpoint, {}}, 5s);
-        EXPECT_TRUE(reconciled.checkpointLags);
-    }
-    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
-    EXPECT_EQ(holder("echo-a19705-0"), kFoo1Il);
-    EXPECT_FALSE(health(kFoo0Il).at("echo-8120fe-0"));
-    EXPECT_FALSE(health(kCl).at("echo-a19705-0"));
-}
-
-TEST_F(InventoryTest, SlotGoneFromPodResourcesAndCheckpointIsReleased) {
-    setUpEcho(1);
-    allocateOk(kCl, {"echo-8120fe-0"});
-    advance(5s);
-    auto reconciled =
-        inventory().reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::vector<PodDevice>{}, {}}, 5s);
-    EXPECT_FALSE(reconciled.checkpointLags);
-    EXPECT_EQ(holder("echo-8120fe-0"), "");
-}
-
-TEST_F(InventoryTest, WithoutCheckpointAnEmptyPodListIsNoEvidence) {
-    setUpEcho(1);
-    allocateOk(kCl, {"echo-8120fe-0"});
-    allocateOk(kFoo1Il, {"echo-a19705-0"});
-    advance(60s);
-    inventory().reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::nullopt, {}}, 5s);
-    EXPECT_EQ(inventory_->slotsHeld(), 2u) << "an empty answer is what a kubelet that knows no pod gives";
-    // A list that shows the kubelet knows its pods: the slot it leaves out is free.
-    inventory().reconcile(
-        KubeletEvidence{
-            std::vector<PodDevice>{{kFoo1Il, "echo-a19705-0", "app", "ns", ""}}, std::nullopt, {}},
-        5s);
-    EXPECT_EQ(holder("echo-8120fe-0"), "");
-    EXPECT_EQ(holder("echo-a19705-0"), kFoo1Il);
-}
-
-TEST_F(InventoryTest, UnreadableCheckpointReleasesNothing) {
-    setUpEcho(1);
-    allocateOk(kCl, {"echo-8120fe-0"});
-    advance(60s);
-    inventory().reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::nullopt, "cut short"}, 5s);
-    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
-}
-
-TEST_F(InventoryTest, CheckpointHoldIsAdopted) {
-    setUpEcho(2);
-    inventory().reconcile(
-        KubeletEvidence{
-            std::nullopt, std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-1", "", "", "uid-a"}}, {}},
-        5s);
-    EXPECT_EQ(holder("echo-8120fe-1"), kFoo0Il);
-    EXPECT_FALSE(health(kCl).at("echo-8120fe-1"));
-    refusal(kCl, {"echo-8120fe-1"});
-}
-
-TEST_F(InventoryTest, HolderReportedBeforeItsDeviceIsFoundIsAdoptedWhenItIs) {
-    configurations_ = {echoConfiguration("echo", 1)};
-    graces_ = {{"echo", 0ms}};
-    inventory().applyConfigurations(configurations_, graces_);
-    inventory().reconcile(
-        KubeletEvidence{
-            std::nullopt, std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-0", "", "", "uid-a"}}, {}},
-        5s);
-    inventory().reportSnapshot("echo", {echoDevice("foo0")});
-    EXPECT_EQ(holder("echo-8120fe-0"), kFoo0Il);
-    EXPECT_FALSE(health(kCl).at("echo-8120fe-0"))
-        << "its first list already keeps it from the other resource";
-}
-
-TEST_F(InventoryTest, HolderThroughAnotherResourceIsAConflictEventOnce) {
-    Store& store = useStore();
-    setUpEcho(1);
-    allocateOk(kCl, {"echo-8120fe-0"});
-    const KubeletEvidence says{std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-0", "app", "vision", ""}},
-                               std::vector<PodDevice>{{kFoo0Il, "echo-8120fe-0", "", "", "uid-a"}},
-                               {}};
-    inventory().reconcile(says, 5s);
-    inventory().reconcile(says, 5s);
-    int conflicts = 0;
-    for (const StoredEvent& event : store.recentEvents(50)) {
-        if (event.message.find("but devlet records it held through akri.sh/echo") != std::string::npos) {
-            ++conflicts;
-            EXPECT_EQ(event.level, "error");
-        }
-    }
-    EXPECT_EQ(conflicts, 2) << "one per source (PodResources, checkpoint), each said once";
-    EXPECT_EQ(holder("echo-8120fe-0"), kCl);
-}
-
-// --- one Allocate is one decision ----------------------------------------------------------
-
-TEST_F(InventoryTest, RequestForSeveralContainersIsGrantedWhole) {
-    useStore();
-    setUpEcho(2);
-    auto result =
-        inventory().allocateContainers(kCl, {{"echo-8120fe-0"}, {"echo-a19705-0", "echo-8120fe-1"}});
-    ASSERT_TRUE(std::holds_alternative<std::vector<ContainerGrant>>(result));
-    const auto& grants = std::get<std::vector<ContainerGrant>>(result);
-    ASSERT_EQ(grants.size(), 2u);
-    EXPECT_EQ(grants[0].envs.at("DEVLET_INSTANCES"), kFoo0);
-    EXPECT_EQ(grants[1].envs.at("DEVLET_INSTANCES"), std::string(kFoo1) + "," + kFoo0);
-    EXPECT_EQ(store_->slots().size(), 3u);
-}
-
-TEST_F(InventoryTest, RefusedContainerLeavesNothingOfTheRequestHeld) {
-    Store& store = useStore();
-    setUpEcho(1);
-    allocateOk(kFoo1Il, {"echo-a19705-0"});
-    auto result = inventory().allocateContainers(kCl, {{"echo-8120fe-0"}, {"echo-a19705-0"}});
-    ASSERT_TRUE(std::holds_alternative<AllocationRefused>(result));
-    EXPECT_NE(std::get<AllocationRefused>(result).message.find("already held through akri.sh/echo-a19705"),
-              std::string::npos);
-    EXPECT_EQ(holder("echo-8120fe-0"), "");
-    EXPECT_EQ(store.slots().size(), 1u);
-}
-
-TEST_F(InventoryTest, OneSlotInTwoContainersOfARequestIsRefused) {
-    setUpEcho(1);
-    auto result = inventory().allocateContainers(kCl, {{"echo-8120fe-0"}, {"echo-8120fe-0"}});
-    ASSERT_TRUE(std::holds_alternative<AllocationRefused>(result));
-    EXPECT_NE(std::get<AllocationRefused>(result).message.find("two containers"), std::string::npos);
-    EXPECT_EQ(inventory_->slotsHeld(), 0u);
 }
 
 // --- resource names ----------------------------------------------------------------------
@@ -1162,13 +567,13 @@ TEST_F(InventoryTest, AllocationIsInTheStoreWhenAllocateReturns) {
     Slot expected{"echo-8120fe-1", kFoo0, "echo", 1, kCl, wallMs_, "", ""};
     EXPECT_EQ(store.slots(), (std::vector<Slot>{expected}));
 
-    inventory().reconcile(kubeletSays({{kCl, "echo-8120fe-1", "camera-app", "vision", ""}}), 5s);
+    arbiter().reconcile(kubeletSays({{kCl, "echo-8120fe-1", "camera-app", "vision", ""}}), 5s);
     expected.pod = "camera-app";
     expected.podNamespace = "vision";
     EXPECT_EQ(store.slots(), (std::vector<Slot>{expected}));
 
     advance(10s);
-    inventory().reconcile(kubeletSays({}), 5s);
+    arbiter().reconcile(kubeletSays({}), 5s);
     EXPECT_TRUE(store.slots().empty());
 }
 
@@ -1176,15 +581,16 @@ TEST_F(InventoryTest, RestartKeepsHolders) {
     useStore();
     setUpEcho(2);
     allocateOk(kCl, {"echo-8120fe-0"});
-    inventory().reconcile(kubeletSays({{kCl, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
+    arbiter().reconcile(kubeletSays({{kCl, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
     const std::int64_t since = slotView("echo-8120fe-0")->sinceMs;
-    inventory_.reset();
+    stopNode();
     store_.reset();
 
     advance(60s);
     auto store = openStore();
     RecordingObserver observer;
     auto restarted = makeInventory(store.get(), observer);
+    SlotArbiter restartedArbiter(*restarted);
     restarted->applyConfigurations(configurations_, graces_);
     restarted->restoreSlots();
     restarted->reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
@@ -1193,7 +599,7 @@ TEST_F(InventoryTest, RestartKeepsHolders) {
     std::map<std::string, bool> il;
     for (const DeviceState& d : observer.latest.at(kFoo0Il).devices) il[d.id] = d.healthy;
     EXPECT_EQ(il, (std::map<std::string, bool>{{"echo-8120fe-0", false}, {"echo-8120fe-1", true}}));
-    auto result = restarted->allocate(kFoo0Il, {"echo-8120fe-0"});
+    auto result = allocateNow(restartedArbiter, kFoo0Il, {"echo-8120fe-0"});
     ASSERT_TRUE(std::holds_alternative<AllocationRefused>(result));
     EXPECT_NE(std::get<AllocationRefused>(result).message.find("by pod vision/camera-app"),
               std::string::npos);
@@ -1204,20 +610,21 @@ TEST_F(InventoryTest, RestartGivesRestoredSlotAFullGrace) {
     useStore();
     setUpEcho(1);
     allocateOk(kCl, {"echo-8120fe-0"});
-    inventory_.reset();
+    stopNode();
     store_.reset();
 
     advance(60s);
     auto store = openStore();
     RecordingObserver observer;
     auto restarted = makeInventory(store.get(), observer);
+    SlotArbiter restartedArbiter(*restarted);
     restarted->applyConfigurations(configurations_, graces_);
     restarted->restoreSlots();
     restarted->reportSnapshot("echo", {echoDevice("foo0")});
-    restarted->reconcile(kubeletSays({}), 5s);
+    restartedArbiter.reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(restarted->slotsHeld(), 1u);
     advance(5s);
-    restarted->reconcile(kubeletSays({}), 5s);
+    restartedArbiter.reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(restarted->slotsHeld(), 0u);
     EXPECT_TRUE(store->slots().empty());
 }
@@ -1226,23 +633,24 @@ TEST_F(InventoryTest, RestartKeepsSlotsOfMissingConfigurationUntilTheirPodIsGone
     useStore();
     setUpEcho(1);
     allocateOk(kCl, {"echo-8120fe-0"});
-    inventory_.reset();
+    stopNode();
     store_.reset();
 
     auto store = openStore();
     RecordingObserver observer;
     auto restarted = makeInventory(store.get(), observer);
+    SlotArbiter restartedArbiter(*restarted);
     restarted->applyConfigurations({echoConfiguration("other", 1)}, {});
     restarted->restoreSlots();
     EXPECT_EQ(store->slots().size(), 1u) << "the pod may still run; its configuration may come back";
 
-    restarted->reconcile(kubeletSays({{kCl, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
+    restartedArbiter.reconcile(kubeletSays({{kCl, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
     advance(10s);
-    restarted->reconcile(kubeletSays({{kCl, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
+    restartedArbiter.reconcile(kubeletSays({{kCl, "echo-8120fe-0", "camera-app", "vision", ""}}), 5s);
     EXPECT_EQ(store->slots().size(), 1u);
 
     advance(10s);
-    restarted->reconcile(kubeletSays({}), 5s);
+    restartedArbiter.reconcile(kubeletSays({}), 5s);
     EXPECT_TRUE(store->slots().empty());
 }
 
@@ -1288,13 +696,13 @@ TEST_F(InventoryTest, UnwritableStoreKeepsSlotHeldRatherThanFreeIt) {
     sqlite3* other = nullptr;
     ASSERT_EQ(sqlite3_open((stateDir() / "state.db").c_str(), &other), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
-    inventory().reconcile(kubeletSays({}), 5s);
+    arbiter().reconcile(kubeletSays({}), 5s);
     ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
     sqlite3_close(other);
 
     EXPECT_EQ(holder("echo-8120fe-0"), kCl);
     EXPECT_EQ(store.slots().size(), 1u);
-    inventory().reconcile(kubeletSays({}), 5s);
+    arbiter().reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(holder("echo-8120fe-0"), "");
     EXPECT_TRUE(store.slots().empty());
 }
@@ -1324,7 +732,7 @@ TEST_F(InventoryTest, LoweringCapacityBelowHeldSlotKeepsItUnhealthyUntilReleased
     refusal(kFoo0Il, {"echo-8120fe-1"});
 
     advance(10s);
-    inventory().reconcile(kubeletSays({}), 5s);
+    arbiter().reconcile(kubeletSays({}), 5s);
     EXPECT_EQ(health(kFoo0Il), (std::map<std::string, bool>{{"echo-8120fe-0", true}}));
     EXPECT_EQ(health(kCl).size(), 2u);
 }
@@ -1360,7 +768,7 @@ TEST_F(InventoryTest, SlotOfRemovedConfigurationIsReleasedOnceItsPodIsGone) {
     allocateOk(kCl, {"echo-8120fe-0"});
     inventory().applyConfigurations({}, {});
     advance(10s);
-    inventory().reconcile(kubeletSays({}), 5s);
+    arbiter().reconcile(kubeletSays({}), 5s);
     EXPECT_TRUE(store_->slots().empty());
 
     inventory().applyConfigurations(configurations_, graces_);
@@ -1436,5 +844,6 @@ TEST_F(InventoryTest, ResourcesListsEveryOfferedResource) {
     EXPECT_EQ(byName, observer_.latest);
 }
 
+
 }  // namespace
-}  // namespace devlet
+}  // namespace devlet::test

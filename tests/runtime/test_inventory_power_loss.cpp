@@ -21,6 +21,7 @@
 #include "runtime/store.h"
 #include "tests/support/power_cut_vfs.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/decide_now.h"
 
 namespace devlet {
 namespace {
@@ -63,6 +64,7 @@ protected:
         NullObserver observer;
         std::unique_ptr<Store> store;
         std::unique_ptr<Inventory> inventory;
+        std::unique_ptr<SlotArbiter> arbiter;  // made after inventory, gone before it
     };
 
     // devlet starting on the node: the store, its configuration, its held slots, the echo
@@ -73,6 +75,7 @@ protected:
         node->store = Store::open((root_.path() / "state").string(), error);
         EXPECT_NE(node->store, nullptr) << error;
         node->inventory = std::make_unique<Inventory>("node-a", "akri.sh", node->store.get(), node->observer);
+        node->arbiter = std::make_unique<SlotArbiter>(*node->inventory);
         node->inventory->applyConfigurations({echoConfiguration()}, {{"echo", 0ms}});
         node->inventory->restoreSlots();
         node->inventory->reportSnapshot("echo", echoDevices());
@@ -107,18 +110,18 @@ protected:
             std::vector<PodDevice> checkpoint;
             for (const auto& [slot, resource] : answered)
                 checkpoint.push_back({resource, slot, "", "", "uid"});
-            node->inventory->reconcile(KubeletEvidence{std::nullopt, checkpoint, {}}, 10s);
+            node->arbiter->reconcile(KubeletEvidence{std::nullopt, checkpoint, {}}, 10s);
             for (const auto& [slot, resource] : answered) {
                 const std::string instance = slot.substr(0, slot.rfind('-'));
                 const std::string other = resource == kCl ? "akri.sh/" + instance : std::string(kCl);
-                auto refused = node->inventory->allocate(other, {slot});
+                auto refused = test::allocateNow(*node->arbiter, other, {slot});
                 if (!std::holds_alternative<AllocationRefused>(refused))
                     result.offeredTwice.push_back("round " + std::to_string(round) + ": " + slot +
                                                   " through " + other + ", held through " + resource);
             }
             // Now and then every pod ends, on a kubelet that knows its pods: the slots are free.
             if (answered.size() > 5) {
-                node->inventory->reconcile(
+                node->arbiter->reconcile(
                     KubeletEvidence{std::vector<PodDevice>{}, std::vector<PodDevice>{}, {}}, 0ms);
                 answered.clear();
             }
@@ -131,7 +134,7 @@ protected:
                 const std::string slot = slotId(instance, pick(2));
                 if (answered.count(slot)) continue;
                 const std::string resource = pick(2) ? std::string(kCl) : "akri.sh/" + instance;
-                auto granted = node->inventory->allocate(resource, {slot});
+                auto granted = test::allocateNow(*node->arbiter, resource, {slot});
                 // The power went before the answer: the kubelet never recorded it.
                 if (vfs_.cut()) break;
                 if (std::holds_alternative<ContainerGrant>(granted)) answered[slot] = resource;

@@ -21,6 +21,7 @@
 #include "runtime/live_info.h"
 #include "runtime/store.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/decide_now.h"
 
 namespace devlet {
 namespace {
@@ -132,6 +133,7 @@ protected:
         ASSERT_NE(store_, nullptr) << why.error();
         Inventory::Clock clock{[this] { return steadyNow_; }, [this] { return wallMs_; }};
         inventory_ = std::make_unique<Inventory>(kNode, kDomain, store_.get(), observer_, clock);
+        arbiter_ = std::make_unique<SlotArbiter>(*inventory_);
         inventory_->setLiveInfoDirectory(stateDir().string());
     }
 
@@ -144,7 +146,7 @@ protected:
     }
 
     ContainerGrant allocateOk(const std::vector<std::string>& ids) {
-        auto result = inventory_->allocate(kCl, ids);
+        auto result = test::allocateNow(*arbiter_, kCl, ids);
         if (auto* refused = std::get_if<AllocationRefused>(&result)) {
             ADD_FAILURE() << "allocate refused: " << refused->message;
             return {};
@@ -155,7 +157,7 @@ protected:
     // The kubelet no longer lists any device, for longer than the grace period.
     void releaseAll() {
         steadyNow_ += 10s;
-        inventory_->reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::vector<PodDevice>{}, {}}, 5s);
+        arbiter_->reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::vector<PodDevice>{}, {}}, 5s);
     }
 
     mode_t previousUmask_ = 0;
@@ -165,6 +167,7 @@ protected:
     NullObserver observer_;
     std::unique_ptr<Store> store_;
     std::unique_ptr<Inventory> inventory_;
+    std::unique_ptr<SlotArbiter> arbiter_;  // made after inventory_, gone before it
 };
 
 TEST_F(LiveInfoTest, AllocationMountsReadOnlyDirectoryWithItsPathInEnvironment) {
@@ -385,9 +388,10 @@ TEST_F(LiveInfoTest, ReaderNeverSeesPartialDocument) {
 TEST(LiveInfoWithoutStateDirectory, AllocationHasNoMount) {
     NullObserver observer;
     Inventory inventory(kNode, kDomain, nullptr, observer);
+    SlotArbiter arbiter(inventory);
     inventory.applyConfigurations({echoConfiguration()}, {{"echo", 0ms}});
     inventory.reportSnapshot("echo", {echoDevice("foo0")});
-    auto result = inventory.allocate(kCl, {kFoo0Slot});
+    auto result = test::allocateNow(arbiter, kCl, {kFoo0Slot});
     ASSERT_TRUE(std::holds_alternative<ContainerGrant>(result));
     EXPECT_TRUE(std::get<ContainerGrant>(result).mounts.empty());
     EXPECT_FALSE(std::get<ContainerGrant>(result).envs.count("DEVLET_INFO_FILE"));

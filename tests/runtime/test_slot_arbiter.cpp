@@ -79,55 +79,55 @@ protected:
 TEST_F(SlotArbiterTest, WithoutClusterModeARequestIsDecidedAtOnce) {
     ask({{"echo-8120fe-0"}});
     ASSERT_TRUE(granted()) << refusal();
-    EXPECT_TRUE(inventory_.slotHeld("echo-8120fe-0"));
+    EXPECT_TRUE(arbiter_.slotHeld("echo-8120fe-0"));
     decision_.reset();
     ask({{"echo-8120fe-1"}});
     EXPECT_EQ(refusal(), "device echo-8120fe-1 is not part of akri.sh/echo");  // capacity 1: no slot 1
 }
 
 TEST_F(SlotArbiterTest, ASharedSlotIsGrantedOnlyOnceTheClusterAgreed) {
-    inventory_.setSharedSlotGate(&gate_);
+    arbiter_.setSharedSlotGate(&gate_);
     ask({{"echo-8120fe-0"}});
     EXPECT_FALSE(decision_) << "no answer before the cluster's";
-    EXPECT_FALSE(inventory_.slotHeld("echo-8120fe-0"));
+    EXPECT_FALSE(arbiter_.slotHeld("echo-8120fe-0"));
     EXPECT_EQ(gate_.taken, std::vector<std::string>{"echo-8120fe-0"});
     gate_.answer(Outcome::ok());
     ASSERT_TRUE(granted()) << refusal();
-    EXPECT_TRUE(inventory_.slotHeld("echo-8120fe-0"));
+    EXPECT_TRUE(arbiter_.slotHeld("echo-8120fe-0"));
     EXPECT_TRUE(gate_.released.empty());
-    inventory_.setSharedSlotGate(nullptr);
+    arbiter_.setSharedSlotGate(nullptr);
 }
 
 TEST_F(SlotArbiterTest, TheClustersRefusalIsTheAnswerAndNothingIsHeld) {
-    inventory_.setSharedSlotGate(&gate_);
+    arbiter_.setSharedSlotGate(&gate_);
     ask({{"echo-8120fe-0"}});
     gate_.answer(Outcome::failure("slot echo-8120fe-0 is held by node node-b"));
     EXPECT_EQ(refusal(), "slot echo-8120fe-0 is held by node node-b");
-    EXPECT_FALSE(inventory_.slotHeld("echo-8120fe-0"));
-    inventory_.setSharedSlotGate(nullptr);
+    EXPECT_FALSE(arbiter_.slotHeld("echo-8120fe-0"));
+    arbiter_.setSharedSlotGate(nullptr);
 }
 
 TEST_F(SlotArbiterTest, ARequestRefusedAfterTheClusterAgreedGivesItsSlotsBack) {
-    inventory_.setSharedSlotGate(&gate_);
+    arbiter_.setSharedSlotGate(&gate_);
     // One slot in two containers of one request: the local rule refuses it.
     ask({{"echo-8120fe-0"}, {"echo-8120fe-0"}});
     gate_.answer(Outcome::ok());
     EXPECT_NE(refusal().find("is requested for two containers in one request"), std::string::npos) << refusal();
     EXPECT_EQ(gate_.released, std::vector<std::string>{"echo-8120fe-0"});
-    EXPECT_FALSE(inventory_.slotHeld("echo-8120fe-0"));
-    inventory_.setSharedSlotGate(nullptr);
+    EXPECT_FALSE(arbiter_.slotHeld("echo-8120fe-0"));
+    arbiter_.setSharedSlotGate(nullptr);
 }
 
 TEST_F(SlotArbiterTest, ARequestNobodyWaitsForAnyMoreHoldsNothingAndGivesItsSlotsBack) {
-    inventory_.setSharedSlotGate(&gate_);
+    arbiter_.setSharedSlotGate(&gate_);
     bool wanted = true;
     ask({{"echo-8120fe-0"}}, &wanted);
     wanted = false;  // the kubelet's call went away meanwhile
     gate_.answer(Outcome::ok());
     EXPECT_FALSE(decision_);
-    EXPECT_FALSE(inventory_.slotHeld("echo-8120fe-0"));
+    EXPECT_FALSE(arbiter_.slotHeld("echo-8120fe-0"));
     EXPECT_EQ(gate_.released, std::vector<std::string>{"echo-8120fe-0"});
-    inventory_.setSharedSlotGate(nullptr);
+    arbiter_.setSharedSlotGate(nullptr);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The slot ledger on its own, with a real SQLite store: holds are durable before they
-// count, a refused write holds nothing, and the kubelet's word adopts and releases slots
-// only as docs/guarantees.md says.
+// count, a refused write holds nothing, a restart finds them again. What the kubelet's
+// word does to them is the arbiter's (test_slot_arbiter_rules.cpp).
 
 #include <gtest/gtest.h>
 
@@ -38,29 +38,12 @@ protected:
         std::string error;
         store_ = Store::open(dir_.path().string(), error);
         ASSERT_TRUE(store_) << error;
-        ledger_ = std::make_unique<SlotLedger>(store_.get(), clock_, recorder_);
+        ledger_ = std::make_unique<SlotLedger>(store_.get(), clock_);
+        ledger_->addListener(recorder_);
     }
 
     static Slot slot(int index, const std::string& holder) {
         return Slot{"cams-8120fe-" + std::to_string(index), "cams-8120fe", "cams", index, holder, 1, "", ""};
-    }
-    // Every slot of cams-8120fe is one devlet offers, through either resource.
-    SlotLedger::Locate locate() const {
-        return
-            [](const std::string& resource, const std::string& deviceId) -> std::optional<SlotLedger::Place> {
-                auto [instance, index] = splitSlotId(deviceId);
-                if (instance != "cams-8120fe" || index < 0 || (resource != kIl && resource != kCl))
-                    return std::nullopt;
-                return SlotLedger::Place{"cams", instance, "http://192.0.2.10/onvif/device_service", index};
-            };
-    }
-    static bool placed(const Slot&) { return true; }
-    static KubeletEvidence says(std::vector<PodDevice> pods,
-                                std::optional<std::vector<PodDevice>> checkpoint = {}) {
-        KubeletEvidence evidence;
-        evidence.pods = std::move(pods);
-        evidence.checkpoint = std::move(checkpoint);
-        return evidence;
     }
     void advance(std::chrono::milliseconds by) { now_ += by; }
 
@@ -101,55 +84,11 @@ TEST_F(SlotLedgerTest, AHoldIsInTheStoreBeforeItCounts) {
 
 TEST_F(SlotLedgerTest, ARestartFindsTheHoldsAgain) {
     ASSERT_TRUE(ledger_->hold({slot(2, kCl)}, "http://192.0.2.10/onvif/device_service"));
-    SlotLedger again(store_.get(), clock_, recorder_);
+    SlotLedger again(store_.get(), clock_);
     again.restore();
     ASSERT_NE(again.holder("cams-8120fe", 2), nullptr);
     EXPECT_EQ(again.holder("cams-8120fe", 2)->holderResource, kCl);
     EXPECT_EQ(again.size(), 1u);
-}
-
-TEST_F(SlotLedgerTest, NothingIsReleasedWithoutEvidenceForTheWholeGrace) {
-    ASSERT_TRUE(ledger_->hold({slot(0, kCl)}));
-    advance(10s);
-    KubeletEvidence silent;  // PodResources did not answer
-    ledger_->reconcile(silent, 1s, locate(), placed);
-    EXPECT_NE(ledger_->holder("cams-8120fe", 0), nullptr);
-    // An empty answer without a checkpoint is what a kubelet that has not learned its
-    // pods gives: no evidence either.
-    ledger_->reconcile(says({}), 1s, locate(), placed);
-    EXPECT_NE(ledger_->holder("cams-8120fe", 0), nullptr);
-    // The checkpoint still lists it: held, and the lag is said.
-    PodDevice listed{kCl, "cams-8120fe-0", "", "", "uid-1"};
-    EXPECT_TRUE(ledger_->reconcile(says({}, std::vector<PodDevice>{listed}), 1s, locate(), placed));
-    EXPECT_NE(ledger_->holder("cams-8120fe", 0), nullptr);
-    // Neither lists it, after the grace: released, in the store too.
-    EXPECT_FALSE(ledger_->reconcile(says({}, std::vector<PodDevice>{}), 1s, locate(), placed));
-    EXPECT_EQ(ledger_->holder("cams-8120fe", 0), nullptr);
-    EXPECT_TRUE(store_->slots().empty());
-}
-
-TEST_F(SlotLedgerTest, WhatTheKubeletReportsHeldIsAdoptedAndNamed) {
-    PodDevice held{kIl, "cams-8120fe-1", "recorder", "video", ""};
-    ledger_->reconcile(says({held}), 1s, locate(), placed);
-    const Slot* slot = ledger_->holder("cams-8120fe", 1);
-    ASSERT_NE(slot, nullptr);
-    EXPECT_EQ(slot->holderResource, kIl);
-    EXPECT_EQ(slot->pod, "recorder");
-    EXPECT_EQ(store_->slots().size(), 1u);
-    ASSERT_EQ(recorder_.events.size(), 1u);
-    EXPECT_NE(recorder_.events[0].find("adopted"), std::string::npos);
-    // Another resource's claim on it is a conflict, said once while it lasts.
-    PodDevice other{kCl, "cams-8120fe-1", "viewer", "video", ""};
-    ledger_->reconcile(says({held, other}), 1s, locate(), placed);
-    ledger_->reconcile(says({held, other}), 1s, locate(), placed);
-    EXPECT_EQ(recorder_.events.size(), 2u);
-    EXPECT_EQ(ledger_->holder("cams-8120fe", 1)->holderResource, kIl);
-}
-
-TEST_F(SlotLedgerTest, SlotsOfResourcesDevletDoesNotOfferAreLeftAlone) {
-    ledger_->reconcile(says({{"gpu.intel.com/i915", "card0-0", "p", "ns", ""}}), 1s, locate(), placed);
-    EXPECT_EQ(ledger_->size(), 0u);
-    EXPECT_TRUE(recorder_.events.empty());
 }
 
 }  // namespace

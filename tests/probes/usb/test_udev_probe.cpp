@@ -37,6 +37,7 @@
 #include "tests/probes/usb/keyboard_testbed.h"
 #include "tests/probes/usb/serial_adapter_testbed.h"
 #include "tests/probes/usb/webcam_testbed.h"
+#include "tests/support/decide_now.h"
 
 namespace devlet::usb {
 namespace {
@@ -559,11 +560,12 @@ protected:
     ContainerGrant grantFor(const std::vector<Instance>& snapshot) {
         NoObserver observer;
         Inventory inventory("node-a", "akri.sh", nullptr, observer);
+        SlotArbiter arbiter(inventory);
         inventory.applyConfigurations({configuration_}, {});
         inventory.reportSnapshot(configuration_.name, snapshot);
         for (const ResourceState& resource : inventory.resources()) {
             if (resource.instance.empty() || resource.devices.empty()) continue;
-            auto granted = inventory.allocate(resource.resource, {resource.devices[0].id});
+            auto granted = test::allocateNow(arbiter, resource.resource, {resource.devices[0].id});
             if (auto* grant = std::get_if<ContainerGrant>(&granted)) return *grant;
             ADD_FAILURE() << std::get<AllocationRefused>(granted).message;
         }

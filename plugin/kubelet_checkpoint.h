@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/slot_ledger.h"
+#include "runtime/kubelet_evidence.h"
 
 namespace devlet {
 

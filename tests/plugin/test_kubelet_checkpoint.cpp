@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include "runtime/kubelet_checkpoint.h"
+#include "plugin/kubelet_checkpoint.h"
 #include "tests/support/temp_dir.h"
 
 namespace devlet {

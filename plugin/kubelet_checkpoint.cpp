@@ -1,4 +1,4 @@
-#include "runtime/kubelet_checkpoint.h"
+#include "plugin/kubelet_checkpoint.h"
 
 #include <cerrno>
 #include <cstring>
