@@ -28,6 +28,7 @@
 #include "runtime/configuration.h"
 #include "runtime/lifetime.h"
 #include "runtime/log.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::onvif {
 
@@ -142,14 +143,20 @@ public:
           unicastTimer_(loop),
           probeAgainTimer_(loop) {}
 
-    ~OnvifProbe() override { stop(); }
+    ~OnvifProbe() override {
+        // A pass's probes and a test's may be destroyed off the loop once it no longer runs.
+        loopThread_.release();
+        stop();
+    }
 
     // Akri's credential properties, read from Secrets (cluster mode); before start().
     void setAkriCredentials(std::map<std::string, std::string> properties) {
+        loopThread_.check();
         akriCredentials_ = std::move(properties);
     }
 
     void start() override {
+        loopThread_.check();
         running_ = true;
         lifetime_.renew();
         {
@@ -164,11 +171,13 @@ public:
 
     // The pass is over: the window after the last Probe has passed and no query is out.
     bool passDone() const {
+        loopThread_.check();
         if (cameras_.networkProblem().empty() && (!cameras_.firstWindowDone() || sweeping_)) return false;
         return !cameras_.callsInFlight();
     }
 
     OnvifPassResult passResult() const {
+        loopThread_.check();
         OnvifPassResult result;
         result.configuration = configuration_;
         result.cameras = cameras_.statuses();
@@ -185,6 +194,7 @@ public:
     }
 
     void stop() override {
+        loopThread_.check();
         if (!running_) return;
         running_ = false;
         lifetime_.end();
@@ -639,6 +649,7 @@ private:
         apply(cameras_.networkFailed(message, clock_.steady()));
     }
 
+    ThreadBound loopThread_;  // every public member is called on the loop thread
     std::string configuration_;
     OnvifDetails details_;
     ProbeMode mode_;
