@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <utility>
+#include <variant>
 
-#include <arpa/inet.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/multicast.hpp>
 #include <boost/asio/ip/udp.hpp>
@@ -18,19 +17,18 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <netinet/in.h>
 
 #include "probes/onvif/credentials.h"
-#include "probes/onvif/onvif_classifier.h"
+#include "probes/onvif/network_interfaces.h"
+#include "probes/onvif/onvif_cameras.h"
 #include "probes/onvif/onvif_client.h"
 #include "probes/onvif/onvif_details.h"
-#include "probes/onvif/sender_rate_limit.h"
 #include "probes/onvif/soap_wire.h"
+#include "runtime/clock.h"
 #include "runtime/configuration.h"
 #include "runtime/lifetime.h"
 #include "runtime/log.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::onvif {
 
@@ -41,135 +39,12 @@ namespace {
 constexpr Log log{"onvif"};
 constexpr unsigned short kDiscoveryPort = 3702;
 const asio::ip::address_v4 kDiscoveryGroup = asio::ip::make_address_v4("239.255.255.250");
-constexpr std::size_t kMaxCameras = 1024;
-constexpr std::size_t kRememberedMessages = 2048;
-constexpr int kForgetAfterMisses = 60;  // an unreachable camera no probe finds is dropped
-// Distinct ignored answers kept for people (by sender, uuid and reason); more are counted.
-constexpr std::size_t kMaxIgnoredAnswers = 256;
-// Resolves sent and not yet answered: the oldest is forgotten past this.
-constexpr std::size_t kMaxPendingResolves = 256;
 // Senders over their share that are asked again with a unicast Probe, at most this many at
 // a time, once a second.
 constexpr std::size_t kMaxProbedAgain = 256;
-// A camera that has not answered a Resolve is asked again on its next announcement after this.
-constexpr std::chrono::seconds kResolveAgainAfter{10};
-// A host that claims a known camera's uuid while the camera still answers at its address is
-// not listened to again for this long: each claim costs a call to the camera.
-constexpr std::chrono::seconds kClaimCheckedAgainAfter{10};
-// Hosts claiming one camera's uuid at once, and hosts refused, remembered per camera.
-constexpr std::size_t kMaxClaims = 8;
-constexpr const char* kDuplicate = "duplicate (a retransmission: same sender and MessageID)";
-
-// The IPv4 address of a network interface, or nullopt.
-std::optional<asio::ip::address_v4> interfaceAddress(const std::string& name) {
-    ifaddrs* list = nullptr;
-    if (getifaddrs(&list) != 0) return std::nullopt;
-    std::optional<asio::ip::address_v4> found;
-    for (ifaddrs* i = list; i; i = i->ifa_next) {
-        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || name != i->ifa_name) continue;
-        const auto* in = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
-        found = asio::ip::address_v4(ntohl(in->sin_addr.s_addr));
-        break;
-    }
-    freeifaddrs(list);
-    return found;
-}
 
 // WS-Discovery's IPv6 group, link-local: a Probe goes out on each interface separately.
 const asio::ip::address_v6 kDiscoveryGroup6 = asio::ip::make_address_v6("ff02::c");
-
-// Interfaces for IPv6 discovery, by index: the configured ones (a name that does not exist
-// goes to `missing`), else every interface that is up, not loopback, can multicast and has
-// an IPv6 address.
-std::vector<unsigned> ipv6Interfaces(const std::vector<std::string>& names,
-                                     std::vector<std::string>& missing) {
-    std::vector<unsigned> indexes;
-    if (!names.empty()) {
-        for (const std::string& name : names) {
-            if (const unsigned index = if_nametoindex(name.c_str())) {
-                indexes.push_back(index);
-            } else {
-                missing.push_back(name);
-            }
-        }
-        return indexes;
-    }
-    ifaddrs* list = nullptr;
-    if (getifaddrs(&list) != 0) return indexes;
-    for (ifaddrs* i = list; i; i = i->ifa_next) {
-        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6) continue;
-        if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0 ||
-            (i->ifa_flags & IFF_MULTICAST) == 0)
-            continue;
-        const unsigned index = if_nametoindex(i->ifa_name);
-        if (index && std::find(indexes.begin(), indexes.end(), index) == indexes.end())
-            indexes.push_back(index);
-    }
-    freeifaddrs(list);
-    return indexes;
-}
-
-// The networks of the interfaces discovery uses (the configured ones, else every one that
-// is up and not loopback), IPv4 and IPv6: the directly attached subnets.
-std::vector<IpNetwork> attachedNetworks(const std::vector<std::string>& names) {
-    std::vector<IpNetwork> networks;
-    ifaddrs* list = nullptr;
-    if (getifaddrs(&list) != 0) return networks;
-    for (ifaddrs* i = list; i; i = i->ifa_next) {
-        if (!i->ifa_addr || !i->ifa_netmask || (i->ifa_flags & IFF_UP) == 0 ||
-            (i->ifa_flags & IFF_LOOPBACK) != 0)
-            continue;
-        if (!names.empty() && std::find(names.begin(), names.end(), i->ifa_name) == names.end()) continue;
-        char text[INET6_ADDRSTRLEN] = {};
-        int prefix = 0;
-        if (i->ifa_addr->sa_family == AF_INET) {
-            const auto* in = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
-            const auto* mask = reinterpret_cast<const sockaddr_in*>(i->ifa_netmask);
-            inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
-            prefix = __builtin_popcount(mask->sin_addr.s_addr);
-        } else if (i->ifa_addr->sa_family == AF_INET6) {
-            const auto* in = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
-            const auto* mask = reinterpret_cast<const sockaddr_in6*>(i->ifa_netmask);
-            inet_ntop(AF_INET6, &in->sin6_addr, text, sizeof text);
-            for (unsigned char byte : mask->sin6_addr.s6_addr) prefix += __builtin_popcount(byte);
-        } else {
-            continue;
-        }
-        std::string error;
-        if (auto network = IpNetwork::parse(std::string(text) + "/" + std::to_string(prefix), error))
-            networks.push_back(*network);
-    }
-    freeifaddrs(list);
-    return networks;
-}
-
-std::string interfaceName(unsigned index) {
-    char name[IF_NAMESIZE] = {};
-    return if_indextoname(index, name) ? std::string(name) : std::to_string(index);
-}
-
-// Remembers the last N message ids: WS-Discovery repeats every message over UDP.
-class RecentIds {
-public:
-    explicit RecentIds(std::size_t capacity) : capacity_(capacity) {}
-    // False when the id was seen already.
-    bool insert(const std::string& id) {
-        if (id.empty()) return true;
-        if (!set_.insert(id).second) return false;
-        order_.push_back(id);
-        if (order_.size() > capacity_) {
-            set_.erase(order_.front());
-            order_.pop_front();
-        }
-        return true;
-    }
-    bool contains(const std::string& id) const { return set_.count(id) != 0; }
-
-private:
-    std::size_t capacity_;
-    std::set<std::string> set_;
-    std::deque<std::string> order_;
-};
 
 // The address a datagram came from, as text; an IPv4-mapped IPv6 address as IPv4.
 std::string senderAddress(const udp::endpoint& sender) {
@@ -177,16 +52,6 @@ std::string senderAddress(const udp::endpoint& sender) {
     if (address.is_v6() && address.to_v6().is_v4_mapped())
         address = asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
     return address.to_string();
-}
-
-// Whether the URL's host is an IPv4 address inside one of the ranges.
-bool urlHostInRanges(const std::string& url, const std::vector<Ipv4Range>& ranges) {
-    boost::system::error_code error;
-    const asio::ip::address_v4 host = asio::ip::make_address_v4(urlHost(url), error);
-    if (error) return false;
-    const std::uint32_t value = host.to_uint();
-    return std::any_of(ranges.begin(), ranges.end(),
-                       [&](const Ipv4Range& r) { return value >= r.first && value <= r.last; });
 }
 
 }  // namespace
@@ -213,12 +78,16 @@ private:
 
 namespace {
 
-// Posts results to a probe's loop while the probe runs. Guarded by `mutex`: workers read
-// `loop`, the probe clears it on stop.
+// The route from the workers back to a probe's loop while the probe runs. Guarded by
+// `mutex`: workers read `loop`, the probe clears it on stop, after which nothing is posted
+// and work not yet begun is skipped (a worker never posts to a loop that is gone).
 struct Channel {
     std::mutex mutex;
     asio::io_context* loop = nullptr;
-    std::atomic<bool> closed{false};
+    bool open() {
+        std::lock_guard lock(mutex);
+        return loop != nullptr;
+    }
     template <typename F>
     void post(F f) {
         std::lock_guard lock(mutex);
@@ -234,33 +103,14 @@ struct DiscoverySocket {
     udp::endpoint sender;
 };
 
-// Another host's announcement of a known camera's uuid, held while the camera is asked at
-// the address it was found at: the camera has moved there only if it no longer answers.
-struct MoveClaim {
-    std::string how;     // "Hello", "ProbeMatches", …
-    std::string sender;  // the claiming datagram's source address
-    std::string url;     // its XAddr at that address
-    std::vector<std::string> xaddrs;
-    std::vector<std::string> scopes;
-    unsigned metadataVersion = 0;
-};
-
-struct Camera {
-    CameraObservation observation;
-    std::string sender;  // the address whose datagram made it known
-    // Claims being checked (or to be, once the call in flight returns), one per sender.
-    std::vector<MoveClaim> claims;
-    // Senders whose claim was refused because the camera still answered, and when.
-    std::map<std::string, std::chrono::steady_clock::time_point> refusedClaims;
-    unsigned metadataVersion = 0;
-    bool queried = false;                                // a full query has found the camera up
-    bool answered = false;                               // a full query has returned, whatever it found
-    bool busy = false;                                   // a call is in flight
-    int missed = 0;                                      // liveness checks failed in a row
-    bool left = false;                                   // said Bye
-    CameraState lastCheck = CameraState::UpWithoutAuth;  // of the latest failed check
-    std::string lastCheckError;
-};
+// The address a Resolve or a second Probe goes to: the datagram's sender at port 3702,
+// an IPv4-mapped IPv6 address as IPv4.
+udp::endpoint discoveryPortOf(udp::endpoint sender) {
+    if (sender.address().is_v6() && sender.address().to_v6().is_v4_mapped())
+        sender.address(asio::ip::make_address_v4(asio::ip::v4_mapped, sender.address().to_v6()));
+    sender.port(kDiscoveryPort);
+    return sender;
+}
 
 // What a probe is for: the daemon's long-running discovery, or one pass of
 // `devlet probe onvif`, which probes once, listens for no Hello and checks no liveness.
@@ -269,6 +119,10 @@ struct ProbeMode {
     std::optional<Credential> credential;  // replaces the configuration's credentials
 };
 
+// The OS side of one configuration's discovery: the WS-Discovery sockets, the timers of the
+// discovery cycle, the unicast sweep and the liveness checks, and the calls handed to the
+// worker pool. What the datagrams and answers mean is OnvifCameras' to say (onvif_cameras.h);
+// this class feeds it and carries out what it returns. Lives on the loop thread.
 class OnvifProbe : public Probe {
 public:
     OnvifProbe(std::string configuration, OnvifDetails details, asio::io_context& loop, ProbeSink& sink,
@@ -280,6 +134,7 @@ public:
           sink_(sink),
           pool_(std::move(pool)),
           channel_(std::make_shared<Channel>()),
+          cameras_(configuration_, details_, mode_.pass),
           probeSocket_(loop),
           listenSocket_(loop),
           cycleTimer_(loop),
@@ -288,14 +143,20 @@ public:
           unicastTimer_(loop),
           probeAgainTimer_(loop) {}
 
-    ~OnvifProbe() override { stop(); }
+    ~OnvifProbe() override {
+        // A pass's probes and a test's may be destroyed off the loop once it no longer runs.
+        loopThread_.release();
+        stop();
+    }
 
     // Akri's credential properties, read from Secrets (cluster mode); before start().
     void setAkriCredentials(std::map<std::string, std::string> properties) {
+        loopThread_.check();
         akriCredentials_ = std::move(properties);
     }
 
     void start() override {
+        loopThread_.check();
         running_ = true;
         lifetime_.renew();
         {
@@ -310,44 +171,36 @@ public:
 
     // The pass is over: the window after the last Probe has passed and no query is out.
     bool passDone() const {
-        if (socketProblem_.empty() && (!firstWindowDone_ || sweeping_)) return false;
-        return std::none_of(cameras_.begin(), cameras_.end(), [](const auto& c) { return c.second.busy; });
-    }
-
-    // Every camera heard of, as of now: queried ones, and those a discovery filter excluded.
-    std::vector<CameraStatus> statuses() const {
-        std::vector<CameraStatus> all;
-        all.reserve(cameras_.size() + excluded_.size());
-        for (const auto& [key, camera] : cameras_) all.push_back(statusOf(camera));
-        for (const auto& [key, status] : excluded_) all.push_back(status);
-        sortStatuses(all);
-        return all;
+        loopThread_.check();
+        if (cameras_.networkProblem().empty() && (!cameras_.firstWindowDone() || sweeping_)) return false;
+        return !cameras_.callsInFlight();
     }
 
     OnvifPassResult passResult() const {
+        loopThread_.check();
         OnvifPassResult result;
         result.configuration = configuration_;
-        result.cameras = statuses();
+        result.cameras = cameras_.statuses();
         result.problems = notes_;
-        if (!credentialsProblem_.empty()) result.problems.push_back(credentialsProblem_);
-        if (!socketProblem_.empty()) result.problems.push_back(socketProblem_);
-        result.networkUnusable = !socketProblem_.empty();
-        if (capIgnored_ > 0) result.problems.push_back(capProblem());
-        result.notCameras = notCameras_;
-        result.ignored = ignoredAnswers_;
-        result.ignoredUnlisted = ignoredOverflow_;
+        if (!cameras_.credentialsProblem().empty()) result.problems.push_back(cameras_.credentialsProblem());
+        if (!cameras_.networkProblem().empty()) result.problems.push_back(cameras_.networkProblem());
+        result.networkUnusable = !cameras_.networkProblem().empty();
+        if (std::string cap = cameras_.capProblem(); !cap.empty()) result.problems.push_back(std::move(cap));
+        result.notCameras = cameras_.notCameras();
+        result.ignored = cameras_.ignoredAnswers();
+        result.ignoredUnlisted = cameras_.ignoredUnlisted();
         result.unicastProbes = unicastSent_;
         return result;
     }
 
     void stop() override {
+        loopThread_.check();
         if (!running_) return;
         running_ = false;
         lifetime_.end();
         {
             std::lock_guard lock(channel_->mutex);
             channel_->loop = nullptr;
-            channel_->closed = true;
         }
         boost::system::error_code ignored;
         cycleTimer_.cancel();
@@ -374,21 +227,60 @@ private:
         }
     }
 
+    // Carries out what the cameras asked for. `sender`: the datagram being handled, where
+    // Resolves and a second Probe go.
+    void apply(CameraEffects effects, const udp::endpoint* sender = nullptr) {
+        for (SinkReport& report : effects.reports) {
+            if (auto* snapshot = std::get_if<OfferedSnapshot>(&report)) {
+                sink_.reportSnapshot(configuration_, std::move(snapshot->instances));
+            } else if (auto* problem = std::get_if<ProbeProblem>(&report)) {
+                sink_.reportProbeError(configuration_, problem->message);
+            } else {
+                sink_.reportScan(configuration_, std::move(std::get<ScanReport>(report)));
+            }
+        }
+        for (CameraCall& call : effects.calls) submit(std::move(call));
+        if (!sender) return;
+        for (const ResolveRequest& request : effects.resolves) sendResolve(request, *sender);
+        if (effects.probeSenderAgain) probeAgain(*sender);
+    }
+
+    // A call on a worker; its result goes back to the cameras on the loop.
+    void submit(CameraCall call) {
+        QueryOptions options;
+        options.cancelled = pool_->cancelled();
+        options.credentialWithheld = call.credentialWithheld;
+        options.authScheme = call.authScheme;
+        std::optional<Credential> credential = std::move(call.credential);
+        call.credential.reset();
+        pool_->submit([channel = channel_, call = std::move(call), credential = std::move(credential),
+                       options, this, alive = lifetime_.token()] {
+            if (!channel->open()) return;
+            CameraReport result = call.purpose == CameraCall::Purpose::Query
+                                      ? queryCamera(call.url, credential, options)
+                                      : checkCamera(call.url, options);
+            channel->post([this, alive, call, result = std::move(result)]() mutable {
+                if (!alive.expired()) apply(cameras_.callReturned(call, std::move(result), clock_.steady()));
+            });
+        });
+    }
+
     void loadCredentials() {
         Outcome loaded = Outcome::ok();
+        CredentialStore credentials;
         if (mode_.credential) {
             // `--user`: the addresses the command was pointed at (--target) and the subnets it
             // probes by multicast; an answer naming any other address gets no credential.
             std::vector<IpNetwork> networks = attachedNetworks(details_.interfaces);
             for (const Ipv4Range& range : details_.unicastTargets)
                 networks.push_back(IpNetwork::fromRange(range));
-            credentials_ =
+            credentials =
                 CredentialStore::withDefault(*mode_.credential, std::move(networks),
                                              "the --target ranges and the directly attached subnets");
         } else if (!details_.credentialsFile.empty()) {
-            loaded = CredentialStore::load(details_.credentialsFile, credentials_);
+            loaded = CredentialStore::load(details_.credentialsFile, credentials);
         } else if (!details_.credential.empty()) {
-            loaded = CredentialStore::loadSystemdCredential(details_.credential, credentials_);
+            loaded = CredentialStore::loadSystemdCredential(details_.credential, credentials);
         } else if (!akriCredentials_.empty()) {
             // As `--user`: Akri sends them to whatever answers; devlet only inside the subnets
             // it probes by multicast and the unicastTargets.
@@ -396,21 +288,22 @@ private:
             for (const Ipv4Range& range : details_.unicastTargets)
                 networks.push_back(IpNetwork::fromRange(range));
             std::vector<std::string> notes;
-            credentials_ = CredentialStore::fromAkriProperties(
+            credentials = CredentialStore::fromAkriProperties(
                 akriCredentials_, std::move(networks), "the directly attached subnets and unicastTargets",
                 notes);
             for (const std::string& note : notes) warn("discoveryProperties from Secrets: " + note);
         }
         if ((!details_.credentialsFile.empty() || !details_.credential.empty()) && !akriCredentials_.empty())
             warn("discoveryProperties from Secrets are not used: discoveryDetails name a credentials file");
+        std::string problem;
         if (!loaded) {
-            credentialsProblem_ = loaded.error();
+            problem = loaded.error();
             if (!mode_.pass) log.error() << configuration_ << ": " << loaded.error();
-        } else if (!credentials_.empty()) {
-            log.debug() << configuration_ << ": " << credentials_.size() << " credential entries loaded";
+        } else if (!credentials.empty()) {
+            log.debug() << configuration_ << ": " << credentials.size() << " credential entries loaded";
         }
+        cameras_.setCredentials(std::move(credentials), std::move(problem));
     }
-
     void openSockets() {
         boost::system::error_code error;
         probeSocket_.open(udp::v4(), error);
@@ -509,12 +402,10 @@ private:
     // the window in which answers count for the first snapshot.
     void cycle() {
         if (!running_) return;
-        ++cycles_;
-        if (!mode_.pass) forgetOldIgnoredAnswers();
-        cycleStart_ = std::chrono::steady_clock::now();
-        multicastId_ = newMessageId();
-        sentIds_.insert(multicastId_);
-        const std::string probe = encodeProbe(multicastId_);
+        cameras_.cycleStarted(clock_.steady());
+        const std::string multicastId = newMessageId();
+        cameras_.probeSent(multicastId);
+        const std::string probe = encodeProbe(multicastId);
         if (probe.empty()) {
             fail("cannot encode the WS-Discovery Probe");
         } else {
@@ -545,8 +436,7 @@ private:
         windowTimer_.expires_after(details_.discoveryTimeout);
         windowTimer_.async_wait([this, alive = lifetime_.token()](const boost::system::error_code& e) {
             if (e || alive.expired() || sweeping_) return;
-            firstWindowDone_ = true;
-            report(true);
+            apply(cameras_.windowClosed(clock_.steady()));
         });
     }
 
@@ -591,7 +481,7 @@ private:
     void startUnicastSweep() {
         if (details_.unicastTargets.empty() || !probeSocket_.is_open()) return;
         unicastId_ = newMessageId();
-        sentIds_.insert(unicastId_);
+        cameras_.probeSent(unicastId_);
         unicastProbe_ = encodeProbe(unicastId_);
         unicastRange_ = 0;
         unicastNext_ = details_.unicastTargets.front().first;
@@ -649,7 +539,7 @@ private:
                  sweepFailure_ + ")");
         log.debug() << configuration_ << ": unicast sweep sent " << sweepSent_ << " Probes";
         // The first snapshot waits for answers to the last of them.
-        if (!firstWindowDone_) startWindow();
+        if (!cameras_.firstWindowDone()) startWindow();
     }
 
     void receiveProbeMatches() {
@@ -657,7 +547,7 @@ private:
             asio::buffer(probeBuffer_), probeSender_,
             [this, alive = lifetime_.token()](const boost::system::error_code& error, std::size_t size) {
                 if (alive.expired() || error == asio::error::operation_aborted) return;
-                if (!error) handleDatagram(std::string_view(probeBuffer_.data(), size), probeSender_, true);
+                if (!error) datagram(std::string_view(probeBuffer_.data(), size), probeSender_, true);
                 receiveProbeMatches();
             });
     }
@@ -667,8 +557,7 @@ private:
             asio::buffer(listenBuffer_), listenSender_,
             [this, alive = lifetime_.token()](const boost::system::error_code& error, std::size_t size) {
                 if (alive.expired() || error == asio::error::operation_aborted) return;
-                if (!error)
-                    handleDatagram(std::string_view(listenBuffer_.data(), size), listenSender_, false);
+                if (!error) datagram(std::string_view(listenBuffer_.data(), size), listenSender_, false);
                 receiveAnnouncements();
             });
     }
@@ -681,386 +570,22 @@ private:
                                            if (alive.expired() || error == asio::error::operation_aborted)
                                                return;
                                            if (!error)
-                                               handleDatagram(std::string_view(from.buffer.data(), size),
-                                                              from.sender, answers);
+                                               datagram(std::string_view(from.buffer.data(), size),
+                                                        from.sender, answers);
                                            receive(from, answers);
                                        });
     }
 
-    void handleDatagram(std::string_view datagram, const udp::endpoint& sender, bool answers) {
-        const std::string from = senderAddress(sender);
-        if (!rateLimit_.admit(from, std::chrono::steady_clock::now())) {
-            ignore({from,
-                    "",
-                    "",
-                    {},
-                    "rate-limited (more than " + std::to_string(int(rateLimit_.burst())) +
-                        " datagrams at once, " + std::to_string(int(rateLimit_.perSecond())) + " a second)"});
-            probeAgain(sender);
-            return;
-        }
-        std::string error;
-        std::optional<DiscoveryMessage> message = decodeDiscovery(datagram, error);
-        if (!message) {
-            ignore({from, "", "", {}, error});
-            return;
-        }
-        const std::string kind = describe(message->kind);
-        // A retransmission repeats the MessageID from the same sender. Two cameras of one
-        // firmware can send the same MessageID: it identifies a message only with its sender.
-        if (!message->messageId.empty() && !seenIds_.insert(from + " " + message->messageId)) {
-            ignore({from, kind, uuidOf(*message), {}, kDuplicate});
-            return;
-        }
-        if (message->droppedEndpoints > 0)
-            ignore({from,
-                    kind,
-                    "",
-                    {},
-                    std::to_string(message->droppedEndpoints) + " of its matches unread (past " +
-                        std::to_string(kMaxEndpointsPerMessage) + ", or without an address)"});
-        if (answers) {
-            if (message->kind == DiscoveryKind::ProbeMatches) {
-                if (!sentIds_.contains(message->relatesTo)) {
-                    ignore({from, kind, uuidOf(*message), {}, "answers no Probe of ours"});
-                    return;
-                }
-                for (const DiscoveredEndpoint& endpoint : message->endpoints)
-                    found(endpoint, kind, from, sender);
-            } else if (message->kind == DiscoveryKind::ResolveMatches) {
-                resolved(*message, from, sender);
-            } else if (message->kind != DiscoveryKind::Probe && message->kind != DiscoveryKind::Resolve) {
-                ignore({from, kind, uuidOf(*message), {}, "not an answer to a Probe or Resolve"});
-            }
-        } else if (message->kind == DiscoveryKind::Hello) {
-            for (const DiscoveredEndpoint& endpoint : message->endpoints) found(endpoint, kind, from, sender);
-        } else if (message->kind == DiscoveryKind::Bye) {
-            for (const DiscoveredEndpoint& endpoint : message->endpoints) bye(endpoint, from);
-        }
-        // Probes and Resolves of other clients on the group are normal traffic: not reported.
-    }
-
-    static std::string uuidOf(const DiscoveryMessage& message) {
-        return message.endpoints.empty() ? "" : endpointUuid(message.endpoints.front().address);
-    }
-
-    // Remembers an answer that was not used, for `devlet probe onvif` and the status page;
-    // true when it is a new entry. The daemon keeps what was seen in this cycle and the last
-    // (a spoofer that left drops off the status page) and only counts retransmissions, which
-    // every camera sends and the status page does not show.
-    bool ignore(IgnoredAnswer answer) {
-        for (std::size_t i = 0; i < ignoredAnswers_.size(); ++i) {
-            IgnoredAnswer& known = ignoredAnswers_[i];
-            if (known.sender == answer.sender && known.uuid == answer.uuid && known.reason == answer.reason) {
-                ++known.count;
-                ignoredCycle_[i] = cycles_;
-                return false;
-            }
-        }
-        if (!mode_.pass && answer.reason == kDuplicate) return false;
-        if (ignoredAnswers_.size() >= kMaxIgnoredAnswers) {
-            ++ignoredOverflow_;
-            return false;
-        }
-        log.debug() << configuration_ << ": ignored " << ignoredAnswerName(answer) << ": " << answer.reason;
-        ignoredAnswers_.push_back(std::move(answer));
-        ignoredCycle_.push_back(cycles_);
-        if (firstWindowDone_) reportScan(false);
-        return true;
-    }
-
-    // At the start of a cycle: ignored answers not seen in the last two are forgotten.
-    void forgetOldIgnoredAnswers() {
-        std::size_t kept = 0;
-        for (std::size_t i = 0; i < ignoredAnswers_.size(); ++i) {
-            if (ignoredCycle_[i] + 1 < cycles_) continue;
-            ignoredAnswers_[kept] = std::move(ignoredAnswers_[i]);
-            ignoredCycle_[kept] = ignoredCycle_[i];
-            ++kept;
-        }
-        ignoredAnswers_.resize(kept);
-        ignoredCycle_.resize(kept);
-    }
-
-    // A ProbeMatch, ResolveMatch or Hello from `from`: a camera to query, or an answer to
-    // report. A camera is queried only at the address that sent the datagram (or inside
-    // unicastTargets): anyone on the segment can answer a Probe or say Hello, and a device
-    // service URL elsewhere would make devlet call, and send credentials to, a host the
-    // announcer chose.
-    void found(const DiscoveredEndpoint& endpoint, const std::string& how, const std::string& from,
-               const udp::endpoint& sender) {
-        const std::string uuid = endpointUuid(endpoint.address);
-        IgnoredAnswer answer{from, how, uuid, endpoint.xaddrs, ""};
-        if (uuid.empty()) {
-            answer.reason = "no endpoint uuid";
-            ignore(std::move(answer));
-            return;
-        }
-        if (!isCamera(endpoint.types)) {
-            if (std::find(notCameras_.begin(), notCameras_.end(), endpoint.address) == notCameras_.end() &&
-                notCameras_.size() < 64)
-                notCameras_.push_back(endpoint.address);
-            answer.reason = "not a camera (Types: " + joined(endpoint.types) + ")";
-            ignore(std::move(answer));
-            return;
-        }
-        if (auto why = discoveryFilterOut(details_, uuid, endpoint.scopes)) {
-            // Remembered for the status page; never queried: a filtered camera gets no credentials.
-            for (const std::string& url : endpoint.xaddrs) {
-                const std::string key = url + "-" + uuid;
-                if (excluded_.size() >= kMaxCameras && !excluded_.count(key)) break;
-                excluded_[key] = excludedCameraStatus(uuid, url, endpoint.scopes, *why);
-            }
-            answer.reason = "filtered: " + *why;
-            ignore(std::move(answer));
-            return;
-        }
-        if (endpoint.xaddrs.empty()) {
-            // WS-Discovery's answer to an announcement without service URLs: ask the sender.
-            sendResolve(endpoint, from, sender);
-            return;
-        }
-        std::string url;
-        for (const std::string& candidate : endpoint.xaddrs) {
-            if (urlHostIs(candidate, from)) {
-                url = candidate;
-                break;
-            }
-        }
-        if (url.empty()) {
-            for (const std::string& candidate : endpoint.xaddrs) {
-                if (urlHostInRanges(candidate, details_.unicastTargets)) {
-                    url = candidate;
-                    break;
-                }
-            }
-        }
-        if (url.empty() && knownAt(uuid, endpoint.xaddrs)) {
-            // A camera found already, answering from its other address (a dual-stack camera
-            // answers the IPv6 Probe from its link-local address and names its IPv4 URL):
-            // nothing new, and nothing is done with it.
-            return;
-        }
-        if (url.empty()) {
-            answer.reason = "XAddrs not at the sender's address";
-            const std::string urls = joined(endpoint.xaddrs);
-            if (ignore(std::move(answer)) && !mode_.pass)
-                log.warning() << configuration_ << ": " << how << " from " << from << " names camera " << uuid
-                              << " at " << urls << ", not at its own address: not queried";
-            return;
-        }
-        const std::string key = url + "-" + uuid;
-        // One endpoint uuid is one camera: the same uuid from another address of the same
-        // family is the camera at a new address, or a second host claiming it. The daemon
-        // asks the camera where it was found (claim()); a pass keeps the first.
-        if (!cameras_.count(key)) {
-            for (auto& [knownKey, camera] : cameras_) {
-                if (camera.observation.uuid != uuid || camera.sender == from) continue;
-                if (isIpv6(camera.sender) != isIpv6(from)) continue;
-                if (mode_.pass) {
-                    if (camera.left || camera.missed >= details_.missedChecks) continue;
-                    answer.reason = "uuid already announced by " + camera.sender;
-                    ignore(std::move(answer));
-                    return;
-                }
-                claim(knownKey,
-                      MoveClaim{how, from, url, endpoint.xaddrs, endpoint.scopes, endpoint.metadataVersion});
-                return;
-            }
-        }
-        auto it = cameras_.find(key);
-        if (it == cameras_.end()) {
-            if (cameras_.size() >= kMaxCameras) {
-                if (capIgnored_++ == 0)
-                    log.warning() << configuration_ << ": camera cap of " << kMaxCameras
-                                  << " reached; further cameras are ignored";
-                answer.reason = "camera cap of " + std::to_string(kMaxCameras) + " reached";
-                ignore(std::move(answer));
-                reportProblem(refusedCameras());
-                return;
-            }
-            Camera camera;
-            camera.observation.uuid = uuid;
-            camera.observation.serviceUrl = url;
-            camera.observation.scopes = endpoint.scopes;
-            camera.sender = from;
-            camera.metadataVersion = endpoint.metadataVersion;
-            it = cameras_.emplace(key, std::move(camera)).first;
-            log.debug() << configuration_ << ": " << how << " from camera " << uuid << " at " << url;
-            query(key);
-            return;
-        }
-        Camera& camera = it->second;
-        camera.observation.scopes = endpoint.scopes;
-        camera.sender = from;
-        const bool wasGone = camera.left || camera.missed >= details_.missedChecks;
-        // A new MetadataVersion says the camera's description changed (profiles, addresses).
-        const bool changed = endpoint.metadataVersion != camera.metadataVersion;
-        if (changed && !wasGone)
-            log.info() << configuration_ << ": camera " << uuid << " announced metadata version "
-                       << endpoint.metadataVersion << " (was " << camera.metadataVersion
-                       << "); queried again";
-        camera.metadataVersion = endpoint.metadataVersion;
-        camera.left = false;
-        if ((wasGone || changed) && !camera.busy) {
-            camera.missed = 0;
-            query(key);
-        }
-    }
-
-    // A sender claims the uuid of the camera at `key`. A camera whose address changed (a new
-    // DHCP lease) says Hello from its new one, and no longer answers at the old: then it is
-    // the same camera, and keeps its instance. While it still answers where it was found,
-    // the claimant is a second host using its uuid and is not listened to.
-    void claim(const std::string& key, MoveClaim claim) {
-        Camera& camera = cameras_.at(key);
-        const auto now = std::chrono::steady_clock::now();
-        std::erase_if(camera.refusedClaims,
-                      [&](const auto& refused) { return now - refused.second >= kClaimCheckedAgainAfter; });
-        if (camera.refusedClaims.count(claim.sender) || camera.refusedClaims.size() >= kMaxClaims) {
-            ignore({claim.sender, claim.how, camera.observation.uuid, claim.xaddrs, clashReason(camera)});
-            return;
-        }
-        auto same = std::find_if(camera.claims.begin(), camera.claims.end(),
-                                 [&](const MoveClaim& c) { return c.sender == claim.sender; });
-        if (same != camera.claims.end()) {
-            *same = std::move(claim);  // its latest word, for the move
-            return;
-        }
-        if (camera.claims.size() >= kMaxClaims) {
-            ignore({claim.sender, claim.how, camera.observation.uuid, claim.xaddrs,
-                    "uuid claimed by more than " + std::to_string(kMaxClaims) + " hosts at once"});
-            return;
-        }
-        log.debug() << configuration_ << ": " << claim.how << " from " << claim.sender << " names camera "
-                    << camera.observation.uuid << ", known at " << camera.observation.serviceUrl
-                    << "; asking it there";
-        camera.claims.push_back(std::move(claim));
-        if (!camera.busy) checkClaims(key);
-    }
-
-    static std::string clashReason(const Camera& camera) {
-        return "uuid already announced by " + camera.sender + ", which still answers";
-    }
-
-    // The liveness call to the camera's known address, on behalf of the claims.
-    void checkClaims(const std::string& key) {
-        Camera& camera = cameras_.at(key);
-        camera.busy = true;
-        QueryOptions options;
-        options.cancelled = pool_->cancelled();
-        pool_->submit([channel = channel_, key, url = camera.observation.serviceUrl, options, this,
-                       alive = lifetime_.token()] {
-            if (channel->closed) return;
-            CameraReport result = checkCamera(url, options);
-            channel->post([this, alive, key, result = std::move(result)] {
-                if (!alive.expired()) claimsChecked(key, result);
-            });
-        });
-    }
-
-    void claimsChecked(const std::string& key, const CameraReport& result) {
-        auto it = cameras_.find(key);
-        if (it == cameras_.end()) return;
-        Camera& camera = it->second;
-        camera.busy = false;
-        std::vector<MoveClaim> claims = std::move(camera.claims);
-        camera.claims.clear();
-        if (claims.empty()) return;
-        const std::string& uuid = camera.observation.uuid;
-        if (result.state == CameraState::UpWithAuth || result.state == CameraState::UpWithoutAuth) {
-            const bool wasGone = camera.left || camera.missed >= details_.missedChecks;
-            camera.missed = 0;
-            camera.left = false;
-            camera.observation.report.clockOffset = result.clockOffset;
-            for (const MoveClaim& claim : claims) {
-                camera.refusedClaims[claim.sender] = std::chrono::steady_clock::now();
-                if (ignore({claim.sender, claim.how, uuid, claim.xaddrs, clashReason(camera)}))
-                    log.warning() << configuration_ << ": " << claim.how << " from " << claim.sender
-                                  << " claims camera " << uuid << ", which still answers at "
-                                  << camera.observation.serviceUrl << ": ignored";
-            }
-            if (wasGone) query(key);  // back where it was: read it again
-            return;
-        }
-        if (claims.size() > 1) {
-            // The camera is gone from its address and several hosts say they are it: none
-            // is believed. A camera that moved alone says Hello again or answers the next Probe.
-            std::string senders;
-            for (const MoveClaim& claim : claims) senders += (senders.empty() ? "" : ", ") + claim.sender;
-            for (const MoveClaim& claim : claims)
-                ignore({claim.sender, claim.how, uuid, claim.xaddrs,
-                        "uuid claimed by several hosts at once (" + senders +
-                            ") while the camera does not "
-                            "answer at " +
-                            camera.observation.serviceUrl + "; none is taken for it"});
-            log.warning() << configuration_ << ": camera " << uuid << " does not answer at "
-                          << camera.observation.serviceUrl << " and " << senders
-                          << " claim its uuid: not moved";
-            return;
-        }
-        move(key, std::move(claims.front()), result.error);
-    }
-
-    // Re-keys the camera to the claimant's service URL and queries it there. The instance
-    // keeps its id (and so its name, its slots and the pods holding them); its properties
-    // change once the query at the new address returns (queried()).
-    void move(const std::string& key, MoveClaim claim, const std::string& why) {
-        auto node = cameras_.extract(key);
-        Camera& camera = node.mapped();
-        const std::string uuid = camera.observation.uuid;
-        const std::string newKey = claim.url + "-" + uuid;
-        if (cameras_.count(newKey)) {
-            // Found at the new address on its own meanwhile: that one stands.
-            cameras_.insert(std::move(node));
-            return;
-        }
-        camera.observation.firstInstanceId = cameraInstanceId(camera.observation);
-        camera.observation.scopes = claim.scopes;
-        camera.sender = claim.sender;
-        camera.metadataVersion = claim.metadataVersion;
-        camera.left = false;
-        camera.missed = 0;
-        camera.refusedClaims.clear();
-        log.info() << configuration_ << ": camera " << uuid << " moved from " << camera.observation.serviceUrl
-                   << " to " << claim.url << " (" << claim.how << " from " << claim.sender
-                   << "; no answer at the old address: " << why << "); instance "
-                   << camera.observation.firstInstanceId << " kept";
-        node.key() = newKey;
-        cameras_.insert(std::move(node));
-        query(newKey, claim.url);
-    }
-
-    // A call on the camera returned: claims that waited for it are checked now.
-    void checkWaitingClaims(const std::string& key) {
-        auto it = cameras_.find(key);
-        if (it != cameras_.end() && !it->second.claims.empty() && !it->second.busy) checkClaims(key);
-    }
-
-    // Whether a camera with this uuid was found at one of these service URLs.
-    bool knownAt(const std::string& uuid, const std::vector<std::string>& urls) const {
-        for (const std::string& url : urls)
-            if (cameras_.count(url + "-" + uuid)) return true;
-        return false;
-    }
-
-    static bool isIpv6(const std::string& address) { return address.find(':') != std::string::npos; }
-
-    static std::string joined(const std::vector<std::string>& items) {
-        std::string text;
-        for (const std::string& item : items) text += (text.empty() ? "" : " ") + item;
-        return text.empty() ? "none" : text;
+    void datagram(std::string_view bytes, const udp::endpoint& sender, bool answers) {
+        apply(cameras_.datagram(bytes, senderAddress(sender), answers, clock_.steady()), &sender);
     }
 
     // What a sender over its share said is not read, and it may have been a camera's Hello
     // in a burst: once its share has refilled, the sender is asked with a unicast Probe, so
     // a camera is not missed until the next rescan. A flooding host gets one Probe a second.
-    void probeAgain(udp::endpoint sender) {
+    void probeAgain(const udp::endpoint& sender) {
         if (probedAgain_.size() >= kMaxProbedAgain) return;
-        if (sender.address().is_v6() && sender.address().to_v6().is_v4_mapped())
-            sender.address(asio::ip::make_address_v4(asio::ip::v4_mapped, sender.address().to_v6()));
-        sender.port(kDiscoveryPort);
-        probedAgain_.insert(sender);
+        probedAgain_.insert(discoveryPortOf(sender));
         if (probeAgainArmed_) return;
         probeAgainArmed_ = true;
         probeAgainTimer_.expires_after(std::chrono::seconds(1));
@@ -1068,7 +593,7 @@ private:
             if (e || alive.expired()) return;
             probeAgainArmed_ = false;
             const std::string id = newMessageId();
-            sentIds_.insert(id);
+            cameras_.probeSent(id);
             const std::string probe = encodeProbe(id);
             for (const udp::endpoint& target : probedAgain_) {
                 udp::socket* socket = target.address().is_v4() ? &probeSocket_
@@ -1082,14 +607,8 @@ private:
         });
     }
 
-    // A Resolve for the endpoint, unicast to the host that announced it.
-    void sendResolve(const DiscoveredEndpoint& endpoint, const std::string& from,
-                     const udp::endpoint& sender) {
-        const std::string uuid = endpointUuid(endpoint.address);
-        const auto now = std::chrono::steady_clock::now();
-        for (const auto& [id, pending] : resolves_)
-            if (pending.sender == from && pending.uuid == uuid && now - pending.sent < kResolveAgainAfter)
-                return;  // asked a moment ago
+    // A Resolve for an endpoint announced without XAddrs, unicast to the host that announced it.
+    void sendResolve(const ResolveRequest& request, const udp::endpoint& sender) {
         udp::socket* socket = nullptr;
         if (sender.address().is_v4() ||
             (sender.address().is_v6() && sender.address().to_v6().is_v4_mapped())) {
@@ -1098,150 +617,21 @@ private:
             socket = &probe6_->socket;
         }
         if (!socket) {
-            ignore({from, "", uuid, {}, "no XAddrs, and no socket to send a Resolve on"});
+            apply(cameras_.resolveNotSent(request, "no XAddrs, and no socket to send a Resolve on",
+                                          clock_.steady()));
             return;
         }
         const std::string id = newMessageId();
-        const std::string resolve = encodeResolve(id, endpoint.address);
-        udp::endpoint target = sender;
-        target.port(kDiscoveryPort);
-        if (target.address().is_v6() && target.address().to_v6().is_v4_mapped())
-            target.address(asio::ip::make_address_v4(asio::ip::v4_mapped, target.address().to_v6()));
+        const std::string resolve = encodeResolve(id, request.endpointAddress);
         boost::system::error_code error;
-        socket->send_to(asio::buffer(resolve), target, 0, error);
+        socket->send_to(asio::buffer(resolve), discoveryPortOf(sender), 0, error);
         if (error) {
-            ignore({from, "", uuid, {}, "no XAddrs, and the Resolve could not be sent: " + error.message()});
+            apply(cameras_.resolveNotSent(request,
+                                          "no XAddrs, and the Resolve could not be sent: " + error.message(),
+                                          clock_.steady()));
             return;
         }
-        if (resolveOrder_.size() >= kMaxPendingResolves) {
-            resolves_.erase(resolveOrder_.front());
-            resolveOrder_.pop_front();
-        }
-        resolves_[id] = PendingResolve{from, uuid, now};
-        resolveOrder_.push_back(id);
-        log.debug() << configuration_ << ": camera " << uuid << " at " << from
-                    << " named no XAddrs; sent a Resolve";
-    }
-
-    // ResolveMatches count only from the host the Resolve went to, for the endpoint it asked.
-    void resolved(const DiscoveryMessage& message, const std::string& from, const udp::endpoint& sender) {
-        auto it = resolves_.find(message.relatesTo);
-        if (it == resolves_.end() || it->second.sender != from) {
-            ignore(
-                {from, "ResolveMatches", uuidOf(message), {}, "answers no Resolve of ours to this address"});
-            return;
-        }
-        const std::string uuid = it->second.uuid;
-        resolves_.erase(it);
-        std::erase(resolveOrder_, message.relatesTo);
-        for (const DiscoveredEndpoint& endpoint : message.endpoints) {
-            if (endpointUuid(endpoint.address) != uuid) {
-                ignore({from, "ResolveMatches", endpointUuid(endpoint.address), endpoint.xaddrs,
-                        "resolves an endpoint that was not asked for"});
-                continue;
-            }
-            if (endpoint.xaddrs.empty()) {
-                ignore({from, "ResolveMatches", uuid, {}, "no XAddrs in the ResolveMatch either"});
-                continue;
-            }
-            found(endpoint, "ResolveMatches", from, sender);
-        }
-    }
-
-    // A Bye counts only from the address the camera was found at: anyone can send one.
-    void bye(const DiscoveredEndpoint& endpoint, const std::string& from) {
-        const std::string uuid = endpointUuid(endpoint.address);
-        std::erase_if(excluded_, [&](const auto& entry) { return entry.second.uuid == uuid; });
-        bool changed = false;
-        bool elsewhere = false;
-        for (auto& [key, camera] : cameras_) {
-            if (camera.observation.uuid != uuid || camera.left) continue;
-            if (camera.sender != from && !urlHostIs(camera.observation.serviceUrl, from)) {
-                elsewhere = true;
-                continue;
-            }
-            camera.left = true;
-            changed = true;
-        }
-        if (elsewhere && !changed)
-            ignore({from, "Bye", uuid, {}, "Bye for a camera found at another address"});
-        if (changed) {
-            log.info() << configuration_ << ": camera " << uuid << " said Bye";
-            report();
-        }
-    }
-
-    std::vector<std::string> refusedCameras() const {
-        std::vector<std::string> refused;
-        for (const auto& [key, camera] : cameras_) {
-            if (!camera.queried || camera.left || camera.missed >= details_.missedChecks) continue;
-            if (camera.observation.report.auth == AuthResult::Refused)
-                refused.push_back(camera.observation.uuid);
-        }
-        return refused;
-    }
-
-    // The credential for the host the query contacts (`url`'s), within its scope.
-    CredentialChoice credentialFor(const Camera& camera, const std::string& url) const {
-        return credentials_.find(camera.observation.uuid, urlHost(url), camera.observation.report.macAddress);
-    }
-
-    // The full query on a worker, at the camera's service URL or, for a camera that moved,
-    // at its new one.
-    void query(const std::string& key, std::optional<std::string> at = std::nullopt) {
-        Camera& camera = cameras_.at(key);
-        camera.busy = true;
-        const std::string url = at ? *at : camera.observation.serviceUrl;
-        QueryOptions options;
-        options.cancelled = pool_->cancelled();
-        CredentialChoice choice = credentialFor(camera, url);
-        options.credentialWithheld = choice.withheld;
-        options.authScheme = camera.observation.report.authScheme;
-        pool_->submit([channel = channel_, key, url, credential = std::move(choice.credential), options, this,
-                       alive = lifetime_.token()] {
-            if (channel->closed) return;
-            CameraReport result = queryCamera(url, credential, options);
-            channel->post([this, alive, key, url, result = std::move(result)]() mutable {
-                if (!alive.expired()) queried(key, url, std::move(result));
-            });
-        });
-    }
-
-    void queried(const std::string& key, const std::string& url, CameraReport result) {
-        queriedAt(key, url, std::move(result));
-        checkWaitingClaims(key);
-    }
-
-    void queriedAt(const std::string& key, const std::string& url, CameraReport result) {
-        auto it = cameras_.find(key);
-        if (it == cameras_.end()) return;
-        Camera& camera = it->second;
-        camera.busy = false;
-        camera.answered = true;
-        if (url != camera.observation.serviceUrl) {
-            // The first query after a move: the camera is known at its new address from now on.
-            camera.observation.movedFrom = camera.observation.serviceUrl;
-            camera.observation.serviceUrl = url;
-        }
-        const bool up = result.state == CameraState::UpWithAuth || result.state == CameraState::UpWithoutAuth;
-        if (!up) {
-            ++camera.missed;
-            camera.lastCheck = result.state;
-            camera.lastCheckError = result.error;
-            log.debug() << configuration_ << ": camera " << camera.observation.uuid << " at "
-                        << camera.observation.serviceUrl << " is " << describe(result.state) << ": "
-                        << result.error;
-            if (!camera.queried) camera.observation.report = result;
-            report();
-            return;
-        }
-        if (result.auth == AuthResult::Refused && !mode_.pass)
-            log.warning() << configuration_ << ": camera " << camera.observation.uuid << " at "
-                          << camera.observation.serviceUrl << ": authentication failed";
-        camera.missed = 0;
-        camera.queried = true;
-        camera.observation.report = std::move(result);
-        report();
+        apply(cameras_.resolveSent(request, id, clock_.steady()));
     }
 
     void scheduleLiveness() {
@@ -1249,167 +639,17 @@ private:
         livenessTimer_.expires_after(details_.livenessInterval);
         livenessTimer_.async_wait([this, alive = lifetime_.token()](const boost::system::error_code& e) {
             if (e || alive.expired()) return;
-            checkAll();
+            apply(cameras_.livenessDue(clock_.steady()));
             scheduleLiveness();
         });
     }
 
-    void checkAll() {
-        std::erase_if(cameras_, [&](const auto& entry) {
-            return !entry.second.busy && (entry.second.left || entry.second.missed >= kForgetAfterMisses);
-        });
-        for (auto& [key, camera] : cameras_) {
-            if (camera.busy) continue;
-            // A camera never fully queried, or back after missing, gets the full query.
-            if (!camera.queried || camera.missed > 0) {
-                query(key);
-                continue;
-            }
-            camera.busy = true;
-            QueryOptions options;
-            options.cancelled = pool_->cancelled();
-            // key = key: clang before 16 cannot capture a structured binding.
-            pool_->submit([channel = channel_, key = key, url = camera.observation.serviceUrl, options, this,
-                           alive = lifetime_.token()] {
-                if (channel->closed) return;
-                CameraReport result = checkCamera(url, options);
-                channel->post([this, alive, key, result = std::move(result)] {
-                    if (alive.expired()) return;
-                    checked(key, result);
-                    checkWaitingClaims(key);
-                });
-            });
-        }
-    }
-
-    void checked(const std::string& key, const CameraReport& result) {
-        auto it = cameras_.find(key);
-        if (it == cameras_.end()) return;
-        Camera& camera = it->second;
-        camera.busy = false;
-        if (result.state == CameraState::UpWithAuth || result.state == CameraState::UpWithoutAuth) {
-            camera.missed = 0;
-            camera.observation.report.clockOffset = result.clockOffset;
-            return;
-        }
-        ++camera.missed;
-        camera.lastCheck = result.state;
-        camera.lastCheckError = result.error;
-        if (camera.missed == details_.missedChecks) {
-            log.info() << configuration_ << ": camera " << camera.observation.uuid << " at "
-                       << camera.observation.serviceUrl << " stopped answering (" << result.error << ")";
-            report();
-        }
-    }
-
-    // cycleEnd: a discovery cycle's answer window just closed, the end of a pass.
-    void report(bool cycleEnd = false) {
-        if (!firstWindowDone_ || !running_) return;
-        std::vector<CameraObservation> present;
-        for (const auto& [key, camera] : cameras_) {
-            if (!camera.queried || camera.left || camera.missed >= details_.missedChecks) continue;
-            present.push_back(camera.observation);
-        }
-        reportProblem(refusedCameras());
-        refreshStatuses();
-        std::vector<Instance> instances = classifyOnvif(present, details_);
-        if (!reported_ || !(*reported_ == instances)) {
-            if (!reported_ || reported_->size() != instances.size())
-                log.info() << configuration_ << ": " << instances.size() << " camera"
-                           << (instances.size() == 1 ? "" : "s") << " offered";
-            reported_ = instances;
-            sink_.reportSnapshot(configuration_, std::move(instances));
-        }
-        reportScan(cycleEnd);
-    }
-
-    // The status page's view of the cameras: the state of those offered, and why the others
-    // are not. Sent at the end of every cycle, and between cycles when it changed.
-    void reportScan(bool cycleEnd) {
-        ScanReport scan;
-        for (const CameraStatus& camera : statuses_) {
-            if (camera.offered) {
-                scan.deviceStates[camera.instanceId] = describe(camera.status);
-                if (std::vector<std::string> notes = addressNotes(camera); !notes.empty())
-                    scan.deviceNotes[camera.instanceId] = std::move(notes);
-            } else if (camera.status != DeviceStatus::Querying) {
-                scan.excluded.push_back(
-                    {camera.instanceId.empty() ? camera.uuid : camera.instanceId, camera.reason, 1});
-            }
-        }
-        // Answers not used, but for retransmissions: every camera repeats itself.
-        for (const IgnoredAnswer& answer : ignoredAnswers_)
-            if (answer.reason != kDuplicate)
-                scan.excluded.push_back({ignoredAnswerName(answer), answer.reason, 1});
-        if (!cycleEnd && scan.excluded == scanned_.excluded && scan.deviceStates == scanned_.deviceStates &&
-            scan.deviceNotes == scanned_.deviceNotes)
-            return;
-        scan.duration = std::chrono::steady_clock::now() - cycleStart_;
-        scanned_ = scan;
-        sink_.reportScan(configuration_, std::move(scan));
-    }
-
-    CameraStatus statusOf(const Camera& camera) const {
-        CameraProgress progress;
-        progress.answered = camera.answered;
-        progress.left = camera.left;
-        progress.gone = camera.queried && camera.missed >= details_.missedChecks;
-        progress.lastCheck = camera.lastCheck;
-        progress.lastCheckError = camera.lastCheckError;
-        return queriedCameraStatus(details_, camera.observation, progress);
-    }
-
-    // The one place each camera's state is kept for the status server (statuses_): a
-    // change of a camera's state or offer is also a log line a user can follow.
-    void refreshStatuses() {
-        std::vector<CameraStatus> now = statuses();
-        if (!mode_.pass) {
-            std::map<std::string, const CameraStatus*> before;
-            for (const CameraStatus& s : statuses_) before[s.instanceId] = &s;
-            for (const CameraStatus& s : now) {
-                auto it = before.find(s.instanceId);
-                if (s.status == DeviceStatus::Querying) continue;
-                if (it != before.end() && it->second->status == s.status && it->second->offered == s.offered)
-                    continue;
-                log.info() << configuration_ << ": camera " << s.uuid << " at " << s.serviceUrl << ": "
-                           << describe(s.status)
-                           << (s.offered ? std::string(", offered") : ", not offered: " + s.reason);
-            }
-        }
-        statuses_ = std::move(now);
-    }
-
-    // The status page shows probe errors: an unusable credentials file and cameras that
-    // refuse their credentials ("authentication failed") are what a user must fix.
-    void reportProblem(const std::vector<std::string>& refused) {
-        std::string problem = socketProblem_;
-        if (!credentialsProblem_.empty()) problem += (problem.empty() ? "" : "; ") + credentialsProblem_;
-        if (capIgnored_ > 0) problem += (problem.empty() ? "" : "; ") + capProblem();
-        if (!refused.empty()) {
-            if (!problem.empty()) problem += "; ";
-            problem += "authentication failed for " + std::to_string(refused.size()) + " camera" +
-                       (refused.size() == 1 ? "" : "s") + ":";
-            for (std::size_t i = 0; i < refused.size() && i < 5; ++i) problem += " " + refused[i];
-            if (refused.size() > 5) problem += " …";
-        }
-        if (problem == reportedProblem_) return;
-        reportedProblem_ = problem;
-        sink_.reportProbeError(configuration_, problem);
-    }
-
-    // The cap keeps one host from making the node register cameras without end; reaching it
-    // is a configuration problem a user must see (a narrower configuration, or a filter).
-    std::string capProblem() const {
-        return "camera cap of " + std::to_string(kMaxCameras) + " reached; " + std::to_string(capIgnored_) +
-               " answer" + (capIgnored_ == 1 ? "" : "s") + " ignored";
-    }
-
     void fail(const std::string& message) {
         if (!mode_.pass) log.error() << configuration_ << ": " << message;
-        socketProblem_ = message;
-        reportProblem({});
+        apply(cameras_.networkFailed(message, clock_.steady()));
     }
 
+    ThreadBound loopThread_;  // every public member is called on the loop thread
     std::string configuration_;
     OnvifDetails details_;
     ProbeMode mode_;
@@ -1417,39 +657,12 @@ private:
     ProbeSink& sink_;
     std::shared_ptr<WorkerPool> pool_;
     std::shared_ptr<Channel> channel_;
-    CredentialStore credentials_;
+    Clock clock_ = Clock::system();
     std::map<std::string, std::string> akriCredentials_;  // from Secrets: the cluster mode's
-    std::string credentialsProblem_;
-    std::string reportedProblem_;
-    std::string socketProblem_;
-    std::map<std::string, Camera> cameras_;  // by instance id (service URL + uuid)
-    // Cameras a discovery filter excluded, by instance id; at most kMaxCameras.
-    std::map<std::string, CameraStatus> excluded_;
-    // Each camera's state as of the last snapshot: what the status server is to show.
-    std::vector<CameraStatus> statuses_;
-    ScanReport scanned_;  // what reportScan() told the sink last
-    std::chrono::steady_clock::time_point cycleStart_{};
-    std::vector<std::string> notCameras_;  // endpoint addresses of responders that are no camera
-    std::vector<std::string> notes_;       // a pass's warnings, for the command to print
-    std::optional<std::vector<Instance>> reported_;
-    RecentIds sentIds_{64};
-    RecentIds seenIds_{kRememberedMessages};  // "<sender> <MessageID>"
-    SenderRateLimit rateLimit_;
-    std::vector<IgnoredAnswer> ignoredAnswers_;  // at most kMaxIgnoredAnswers
-    std::vector<std::uint64_t> ignoredCycle_;    // the cycle each was last seen in
-    std::uint64_t cycles_ = 0;                   // discovery cycles started
-    std::uint64_t ignoredOverflow_ = 0;          // ignored answers past that
-    std::uint64_t capIgnored_ = 0;               // answers ignored because of kMaxCameras
-    struct PendingResolve {
-        std::string sender;
-        std::string uuid;
-        std::chrono::steady_clock::time_point sent;
-    };
+    std::vector<std::string> notes_;                      // a pass's warnings, for the command to print
+    OnvifCameras cameras_;
     std::set<udp::endpoint> probedAgain_;  // rate-limited senders, asked again when the timer fires
     bool probeAgainArmed_ = false;
-    std::map<std::string, PendingResolve> resolves_;  // by the Resolve's MessageID
-    std::deque<std::string> resolveOrder_;
-    std::string multicastId_;
     std::string unicastId_;
     std::string unicastProbe_;
     std::size_t unicastRange_ = 0;
@@ -1460,7 +673,6 @@ private:
     std::string sweepFailure_;  // the first failed send of the sweep
     bool sweeping_ = false;
     bool running_ = false;
-    bool firstWindowDone_ = false;
     Lifetime lifetime_;  // renewed by start(), ended by stop()
     std::array<char, kMaxDatagram> probeBuffer_{};
     std::array<char, kMaxDatagram> listenBuffer_{};

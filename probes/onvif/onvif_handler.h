@@ -3,9 +3,10 @@
 // A probe owns two UDP sockets on the event loop (Probe/ProbeMatches on an ephemeral port,
 // Hello/Bye on 3702 joined to 239.255.255.250) and hands the blocking SOAP calls to the
 // handler's worker pool; results come back to the loop by post. Cameras are shared devices.
-// Each probe keeps a CameraStatus per camera it has heard of (camera_status.h), and an
-// IgnoredAnswer for each WS-Discovery answer it did not use: a camera is queried only at the
-// address its datagram came from (README.md, "Untrusted input").
+// What the answers mean is decided by each probe's OnvifCameras (onvif_cameras.h), which
+// keeps a CameraStatus per camera it has heard of (camera_status.h), and an IgnoredAnswer
+// for each WS-Discovery answer it did not use: a camera is queried only at the address its
+// datagram came from (README.md, "Untrusted input").
 
 #include <chrono>
 #include <memory>
