@@ -1,35 +1,40 @@
 #pragma once
-// Success or a message a user can act on, with whether trying again can help: how errors
-// cross component boundaries.
+// Success or one Error (runtime/error.h): a code callers decide on, what it is about, a
+// message a user can act on, and whether trying again can help. How errors cross
+// component boundaries.
 
 #include <string>
+#include <system_error>
 #include <utility>
 
-namespace devlet {
+#include "runtime/error.h"
 
-// A lasting fault needs a person (a corrupt file, a file of another program, a wrong
-// setting); a passing one may clear by itself (a full or read-only file system, a lock
-// another process holds, permissions being fixed).
-enum class Fault { Lasting, Passing };
+namespace devlet {
 
 class [[nodiscard]] Outcome {
 public:
     static Outcome ok() { return Outcome(); }
+    // A failure of a component without codes of its own (GeneralError::Failed).
     static Outcome failure(std::string message, Fault fault = Fault::Lasting) {
-        return Outcome(std::move(message), fault);
+        return Outcome(Error{GeneralError::Failed, {}, std::move(message), fault});
     }
+    static Outcome failure(std::error_code code, std::string message, Fault fault = Fault::Lasting) {
+        return Outcome(Error{code, {}, std::move(message), fault});
+    }
+    static Outcome failure(Error error) { return Outcome(std::move(error)); }
 
     explicit operator bool() const { return ok_; }
-    const std::string& error() const { return error_; }
     // Meaningful for a failure only.
-    Fault fault() const { return fault_; }
+    const std::string& error() const { return error_.message; }
+    std::error_code code() const { return error_.code; }
+    Fault fault() const { return error_.fault; }
+    const Error& details() const { return error_; }
 
 private:
     Outcome() = default;
-    Outcome(std::string message, Fault fault) : ok_(false), error_(std::move(message)), fault_(fault) {}
+    explicit Outcome(Error error) : ok_(false), error_(std::move(error)) {}
     bool ok_ = true;
-    std::string error_;
-    Fault fault_ = Fault::Lasting;
+    Error error_;
 };
 
 }  // namespace devlet

@@ -21,9 +21,23 @@ std::string describeHolder(const PodDevice& device) {
 }
 
 AllocationRefused refuse(Refusal code, std::string slot, std::string message) {
-    return AllocationRefused{code, std::move(slot), std::move(message)};
+    // What may clear by itself: the cluster's answer, the store's disk.
+    const bool passing = code == Refusal::ClusterUnavailable || code == Refusal::HeldElsewhere ||
+                         code == Refusal::ClusterRefused || code == Refusal::NotRecorded;
+    return AllocationRefused{code, std::move(slot), std::move(message), passing ? Fault::Passing : Fault::Lasting};
 }
+
+class RefusalCategory : public std::error_category {
+public:
+    const char* name() const noexcept override { return "devlet.slots"; }
+    std::string message(int value) const override { return refusalName(static_cast<Refusal>(value - 1)); }
+};
 }  // namespace
+
+const std::error_category& refusalCategory() {
+    static const RefusalCategory category;
+    return category;
+}
 
 const char* refusalName(Refusal refusal) {
     switch (refusal) {
@@ -86,10 +100,10 @@ void SlotArbiter::allocate(Request request, std::function<void(Decision)> done) 
         }
         if (!taken) {
             log.debug() << "slots for " << pending->resource << " refused by the cluster: " << taken.error();
-            done(refuse(Refusal::ClusterRefused, {}, taken.error()));
+            done(refuse(Refusal::ClusterRefused, {}, taken.error()));  // its code says why
             return;
         }
-        Decision decision = AllocationRefused{};
+        Decision decision = refuse(Refusal::Failed, {}, "not decided");
         try {
             decision = decide(*pending);
         } catch (const std::exception& e) {  // out of memory: refused, and nothing kept

@@ -25,6 +25,7 @@
 #include <variant>
 #include <vector>
 
+#include "runtime/error.h"
 #include "runtime/inventory.h"
 #include "runtime/kubelet_evidence.h"
 #include "runtime/lifetime.h"
@@ -35,29 +36,9 @@ namespace devlet {
 
 class SharedSlotGate;
 
-// Why a request for slots was refused; the message says it for a person.
-enum class Refusal {
-    NotOffered,          // devlet does not offer the resource
-    EmptyRequest,        // no container, or a container without device ids
-    NotPartOf,           // a device id that is not a slot of the resource
-    DeviceGone,          // the slot's device is no longer seen
-    AboveCapacity,       // the slot is above its configuration's capacity
-    TwiceInRequest,      // one slot asked for two containers of the request
-    HeldThroughOther,    // held through the other resource (never twice)
-    NotDistinct,         // two slots of one device where distinct devices are required
-    ClusterUnavailable,  // cluster mode cannot tell who holds shared slots now
-    HeldElsewhere,       // another node holds the slot
-    ClusterRefused,      // the cluster did not agree (its answer in the message)
-    NotRecorded,         // the store refused the hold: refused rather than given unrecorded
-    Failed,              // the decision failed (out of memory)
-};
-const char* refusalName(Refusal refusal);
-
-struct AllocationRefused {
-    Refusal code = Refusal::Failed;
-    std::string slot;  // the slot the refusal is about; empty when about the request
-    std::string message;
-};
+// A refusal is an Error (runtime/error.h): its code a Refusal (runtime/slot.h), its subject
+// the slot it is about (empty when about the request), its message what the kubelet is told.
+using AllocationRefused = Error;
 
 class SlotArbiter : private SlotPolicy, private SlotLedger::Listener {
 public:

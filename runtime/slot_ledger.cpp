@@ -120,7 +120,8 @@ Outcome SlotLedger::hold(const std::vector<Slot>& slots, const std::string& inst
     for (const Slot& slot : slots) {
         if (const Held* existing = find(slot.instance, slot.index);
             existing && existing->slot.holderResource != slot.holderResource)
-            return Outcome::failure("slot " + slot.deviceId + " is already held through " +
+            return Outcome::failure(Refusal::HeldThroughOther,
+                                    "slot " + slot.deviceId + " is already held through " +
                                     existing->slot.holderResource + "; one slot is never given twice");
     }
     // The holders are durable (one transaction, synced) before anyone hears "yes": a crash

@@ -129,9 +129,39 @@ struct DatabaseCloser {
 };
 using DatabaseHandle = std::unique_ptr<sqlite3, DatabaseCloser>;
 
-Outcome failure(sqlite3* db, std::string_view what) {
-    return Outcome::failure("state store: " + std::string(what) + " failed: " + sqlite3_errmsg(db));
+StoreError storeError(int sqliteCode) {
+    switch (sqliteCode & 0xff) {
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED: return StoreError::Busy;
+        case SQLITE_FULL: return StoreError::Full;
+        case SQLITE_READONLY: return StoreError::ReadOnly;
+        case SQLITE_CORRUPT:
+        case SQLITE_NOTADB: return StoreError::Corrupt;
+        default: return StoreError::Io;
+    }
 }
+
+Outcome failure(sqlite3* db, std::string_view what) {
+    return Outcome::failure(storeError(sqlite3_extended_errcode(db)),
+                            "state store: " + std::string(what) + " failed: " + sqlite3_errmsg(db));
+}
+
+class StoreCategory : public std::error_category {
+public:
+    const char* name() const noexcept override { return "devlet.store"; }
+    std::string message(int value) const override {
+        switch (static_cast<StoreError>(value)) {
+            case StoreError::Io: return "io";
+            case StoreError::ReadOnly: return "read-only";
+            case StoreError::Busy: return "busy";
+            case StoreError::Full: return "full";
+            case StoreError::Corrupt: return "corrupt";
+            case StoreError::TooNew: return "too-new";
+            case StoreError::HeldThroughOther: return "held-through-other";
+        }
+        return "store";
+    }
+};
 
 std::string hex32(std::int64_t value) {
     char text[16];
@@ -490,6 +520,11 @@ Outcome migrate(sqlite3* db, const std::string& path) {
 
 }  // namespace
 
+const std::error_category& storeCategory() {
+    static const StoreCategory category;
+    return category;
+}
+
 std::unique_ptr<Store> Store::open(const std::string& stateDir, std::string& error) {
     Outcome why = Outcome::ok();
     auto store = open(stateDir, StoreOptions{}, why);
@@ -498,8 +533,13 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, std::string& err
 }
 
 std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptions& options, Outcome& why) {
-    auto refuse = [&](Fault fault, std::string message) -> std::unique_ptr<Store> {
-        why = Outcome::failure(std::move(message), fault);
+    auto refuse = [&](Fault fault, std::string message, StoreError code = StoreError::Io) -> std::unique_ptr<Store> {
+        why = Outcome::failure(code, std::move(message), fault);
+        return nullptr;
+    };
+    // Refused with a failure of its own (its code kept).
+    auto refuseWith = [&](Fault fault, const Outcome& outcome, std::string prefix = {}) -> std::unique_ptr<Store> {
+        why = Outcome::failure(outcome.code(), prefix + outcome.error(), fault);
         return nullptr;
     };
     why = Outcome::ok();
@@ -520,7 +560,8 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
             return refuse(Fault::Passing,
                           "state store: state directory " + stateDir +
                               " is on a read-only file system; devlet records there which pod holds which "
-                              "slot before it offers any");
+                              "slot before it offers any",
+                          StoreError::ReadOnly);
         return refuse(Fault::Passing, "state store: cannot write to state directory " + stateDir + ": " +
                                           std::strerror(errno));
     }
@@ -552,7 +593,7 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
         case Verdict::Usable:
             break;
         case Verdict::TooNew:
-            return refuse(Fault::Lasting, "state store: " + path + " " + inspection.reason);
+            return refuse(Fault::Lasting, "state store: " + path + " " + inspection.reason, StoreError::TooNew);
         case Verdict::Unreadable:
             return refuse(Fault::Passing, "state store: refusing to use " + path + ": " + inspection.reason);
         case Verdict::Unusable: {
@@ -562,7 +603,8 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
                           "state store: refusing to use " + path + ": " + inspection.reason + "; " +
                               (copy.empty() ? copyError : "a copy is kept at " + copy) +
                               ". Move the file away to start with an empty state (held slots are then "
-                              "forgotten).");
+                              "forgotten).",
+                          StoreError::Corrupt);
         }
     }
     restrictMode(path);
@@ -580,7 +622,7 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
     std::int64_t unused = 0;
     std::string journalMode;
     if (querySingle(db.get(), "PRAGMA journal_mode = WAL", unused, &journalMode) != SQLITE_OK)
-        return refuse(Fault::Passing, failure(db.get(), "switching " + path + " to WAL").error());
+        return refuseWith(Fault::Passing, failure(db.get(), "switching " + path + " to WAL"));
     if (journalMode != "wal")
         return refuse(Fault::Lasting, "state store: switching " + path +
                                           " to WAL failed: journal mode stays " + journalMode +
@@ -592,12 +634,12 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
     // the directory on the first sync of a WAL file it created. Writes that no slot
     // depends on switch to NORMAL (syncEachCommit).
     if (sqlite3_exec(db.get(), "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr) != SQLITE_OK)
-        return refuse(Fault::Passing, failure(db.get(), "setting synchronous mode").error());
+        return refuseWith(Fault::Passing, failure(db.get(), "setting synchronous mode"));
     // The state of a node with a thousand devices is a few hundred KiB; SQLite's default
     // page cache (2 MiB) would only hold more of the same in the daemon's memory.
     if (sqlite3_exec(db.get(), "PRAGMA cache_size = -256", nullptr, nullptr, nullptr) != SQLITE_OK)
-        return refuse(Fault::Passing, failure(db.get(), "setting the page cache size").error());
-    if (auto outcome = migrate(db.get(), path); !outcome) return refuse(Fault::Passing, outcome.error());
+        return refuseWith(Fault::Passing, failure(db.get(), "setting the page cache size"));
+    if (auto outcome = migrate(db.get(), path); !outcome) return refuseWith(Fault::Passing, outcome);
     return std::unique_ptr<Store>(new Store(db.release()));
 }
 
@@ -650,7 +692,8 @@ Outcome Store::holdSlots(const std::vector<Slot>& slots) {
         // The second line behind the slot ledger's check: a row held through another
         // resource is never overwritten. Nothing of the call is written (rolled back).
         if (sqlite3_changes(db_) == 0)
-            return Outcome::failure("slot " + slot.deviceId + " is held through another resource in " +
+            return Outcome::failure(StoreError::HeldThroughOther,
+                                    "slot " + slot.deviceId + " is held through another resource in " +
                                     "the state database; one slot is never given twice");
     }
     return transaction.commit();

@@ -58,6 +58,19 @@ struct StoreOptions {
     int busyTimeoutMs = 1000;
 };
 
+// What kind of failure the state store reports (Outcome::code()).
+enum class StoreError {
+    Io = 1,            // the file or its directory cannot be made, read or written
+    ReadOnly,          // the state directory is on a read-only file system
+    Busy,              // another process holds the file (SQLite's lock)
+    Full,              // the disk is full
+    Corrupt,           // not a database, or a damaged one (kept aside, never used)
+    TooNew,            // written by a newer devlet
+    HeldThroughOther,  // holdSlots: a slot held through another resource (never twice)
+};
+const std::error_category& storeCategory();
+inline std::error_code make_error_code(StoreError e) { return {static_cast<int>(e), storeCategory()}; }
+
 class Store {
 public:
     // Opens (creating if needed) <stateDir>/state.db and migrates it forward.
@@ -116,3 +129,6 @@ private:
 };
 
 }  // namespace devlet
+
+template <>
+struct std::is_error_code_enum<devlet::StoreError> : std::true_type {};

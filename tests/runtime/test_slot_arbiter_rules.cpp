@@ -21,7 +21,7 @@ TEST_F(SlotRulesTest, AllocateOfSlotHeldThroughOtherResourceIsRefusedNamingHolde
     EXPECT_NE(message.find("held through akri.sh/echo"), std::string::npos) << message;
     const AllocationRefused why = refused(kFoo0Il, {"echo-8120fe-0"});
     EXPECT_EQ(why.code, Refusal::HeldThroughOther);
-    EXPECT_EQ(why.slot, "echo-8120fe-0");
+    EXPECT_EQ(why.subject, "echo-8120fe-0");
     EXPECT_EQ(holder("echo-8120fe-0"), kCl);
 }
 

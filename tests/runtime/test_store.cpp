@@ -219,6 +219,7 @@ TEST_F(StoreTest, AHoldThroughAnotherResourceIsRefusedAndWritesNothing) {
     const Outcome refused =
         store->holdSlots({slot("cams-4294ea", 1, "akri.sh/cams-4294ea"), slot("cams-4294ea", 0, "akri.sh/cams-4294ea")});
     ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.code(), StoreError::HeldThroughOther);
     EXPECT_NE(refused.error().find("slot cams-4294ea-0 is held through another resource"), std::string::npos)
         << refused.error();
     EXPECT_EQ(store->slots(), std::vector<Slot>{slot("cams-4294ea", 0, "akri.sh/cams")});
@@ -441,6 +442,7 @@ TEST_F(StoreTest, RefusalSaysWhetherTryingAgainCanHelp) {
     Outcome why = Outcome::ok();
     EXPECT_EQ(Store::open(stateDir_.string(), {}, why), nullptr);
     EXPECT_EQ(why.fault(), Fault::Lasting) << why.error();
+    EXPECT_EQ(why.code(), StoreError::Corrupt) << why.error();
     fs::remove(dbPath_);
 
     // A lock another process holds goes away again.
@@ -498,6 +500,7 @@ TEST_F(StoreTest, LockedDatabaseMakesHoldSlotsFailUntilReleased) {
 
     Outcome outcome = store->holdSlots({slot("cams-4294ea", 1, "akri.sh/cams")});
     EXPECT_FALSE(outcome);
+    EXPECT_EQ(outcome.code(), StoreError::Busy);
     EXPECT_EQ(outcome.error(), "state store: starting a transaction failed: database is locked");
     EXPECT_FALSE(store->addEvent("info", "cams", "held", 1));
     EXPECT_EQ(store->slots().size(), 1u);
