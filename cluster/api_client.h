@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/json/value.hpp>
@@ -78,6 +79,9 @@ std::string collectionPath(const std::string& groupVersion, const std::string& n
                            const std::string& resource);
 // Percent-encodes a query value (selectors).
 std::string queryEscape(const std::string& value);
+// The string at `pointer` (a JSON Pointer, "/metadata/name") in an object the API answered
+// with; "" where there is none, or something other than a string.
+std::string stringAt(const boost::json::value& value, std::string_view pointer);
 
 struct DeletePreconditions {
     std::string resourceVersion;  // empty: none

@@ -132,4 +132,10 @@ std::string queryEscape(const std::string& value) {
 }
 
 
+std::string stringAt(const json::value& value, std::string_view pointer) {
+    json::error_code ec;
+    const json::value* found = value.find_pointer(pointer, ec);
+    return found && found->is_string() ? std::string(found->get_string()) : "";
+}
+
 }  // namespace devlet::kube

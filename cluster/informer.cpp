@@ -26,16 +26,10 @@ constexpr Log log{"kube"};
 constexpr std::size_t kMaxWatchLine = 16 * 1024 * 1024;
 constexpr std::size_t kMaxWatchErrorBody = 64 * 1024;
 
-std::string stringAt(const json::object& object, std::initializer_list<const char*> path) {
-    const json::object* at = &object;
-    const json::value* value = nullptr;
-    for (const char* key : path) {
-        if (!at) return "";
-        value = at->if_contains(key);
-        if (!value) return "";
-        at = value->if_object();
-    }
-    return value && value->is_string() ? std::string(value->get_string()) : "";
+// The version in an object's metadata (the cache holds objects, JSON Pointers need a value).
+std::string versionOf(const json::object& object) {
+    const json::value* metadata = object.if_contains("metadata");
+    return metadata ? stringAt(*metadata, "/resourceVersion") : "";
 }
 
 // How a watch ended, as far as what comes next depends on it.
@@ -127,11 +121,11 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
                     return self->failed("listing " + self->collection + ": no items", Next::List);
                 for (const json::value& item : items->get_array()) {
                     if (!item.is_object()) continue;
-                    std::string name = stringAt(item.get_object(), {"metadata", "name"});
+                    std::string name = stringAt(item, "/metadata/name");
                     if (!name.empty()) (*pages)[name] = item.get_object();
                 }
-                if (listVersion.empty()) listVersion = stringAt(*body, {"metadata", "resourceVersion"});
-                std::string next = stringAt(*body, {"metadata", "continue"});
+                if (listVersion.empty()) listVersion = stringAt(result.body, "/metadata/resourceVersion");
+                std::string next = stringAt(result.body, "/metadata/continue");
                 if (!next.empty()) return self->listPage(mine, next, pages, listVersion);
                 self->listed(std::move(*pages), listVersion);
             });
@@ -164,8 +158,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
         for (const auto& [name, object] : now) {
             auto it = cache.find(name);
             const bool known = it != cache.end();
-            const bool changed = known && stringAt(it->second, {"metadata", "resourceVersion"}) !=
-                                              stringAt(object, {"metadata", "resourceVersion"});
+            const bool changed = known && versionOf(it->second) != versionOf(object);
             cache[name] = object;
             state.objects = cache.size();
             if (!known) {
@@ -303,10 +296,10 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
                        "watch of " + collection + ": " + status.describe());
             return false;
         }
-        const std::string version = stringAt(object, {"metadata", "resourceVersion"});
+        const std::string version = stringAt(*objectValue, "/metadata/resourceVersion");
         if (!version.empty()) state.resourceVersion = version;
         if (type == "BOOKMARK") return true;
-        const std::string name = stringAt(object, {"metadata", "name"});
+        const std::string name = stringAt(*objectValue, "/metadata/name");
         if (type == "ADDED" || type == "MODIFIED") {
             const bool known = cache.contains(name);
             cache[name] = object;
