@@ -80,15 +80,15 @@ std::shared_ptr<Request> ApiClient::Impl::makeRequest(http::verb verb, const std
 }
 
 void ApiClient::Impl::enqueue(std::shared_ptr<Call> call) {
-    if (stopped) return;
+    if (lifetime.ended()) return;
     if (pending.size() >= options.maxQueued) {
         // Bounded: behind an API server that does not answer, new work fails at once
         // instead of piling up (and being sent, long stale, when it answers again).
         auto failure =
             transportFailure(std::to_string(pending.size()) + " calls already wait for the API server");
-        net::post(loop, [self = shared_from_this(), call, failure = std::move(failure)]() mutable {
-            if (!self->stopped && call->done) call->done(std::move(failure));
-        });
+        net::post(loop, lifetime.guard([call, failure = std::move(failure)]() mutable {
+            if (call->done) call->done(std::move(failure));
+        }));
         return;
     }
     call->queuedAt = Clock::now();
@@ -101,14 +101,14 @@ void ApiClient::Impl::enqueue(std::shared_ptr<Call> call) {
 }
 
 void ApiClient::Impl::pump() {
-    if (busy || queue.empty() || stopped) return;
+    if (busy || queue.empty() || lifetime.ended()) return;
     busy = true;
     auto call = queue.front();
     queue.pop_front();
     if (call->deadline && Clock::now() >= *call->deadline) {
         busy = false;
-        expire(call);
-        return pump();
+        if (expire(call)) pump();
+        return;
     }
     send(call);
 }
@@ -123,29 +123,28 @@ void ApiClient::Impl::watchQueueDeadlines() {
         return;
     }
     queueTimer.expires_at(*earliest);
-    queueTimer.async_wait([self = shared_from_this()](const beast::error_code& ec) {
-        if (ec || self->stopped) return;
+    queueTimer.async_wait([this, alive = lifetime.token()](const beast::error_code& ec) {
+        if (ec || alive.expired()) return;
         const auto now = Clock::now();
         std::vector<std::shared_ptr<Call>> expired;
-        std::erase_if(self->queue, [&](const std::shared_ptr<Call>& call) {
+        std::erase_if(queue, [&](const std::shared_ptr<Call>& call) {
             if (!call->deadline || now < *call->deadline) return false;
             expired.push_back(call);
             return true;
         });
         for (auto& call : expired) {
-            if (self->stopped) return;
-            self->expire(call);
+            if (!expire(call)) return;
         }
-        self->watchQueueDeadlines();
+        watchQueueDeadlines();
     });
 }
 
-void ApiClient::Impl::expire(std::shared_ptr<Call> call) {
+bool ApiClient::Impl::expire(std::shared_ptr<Call> call) {
     // Timed out without an answer: unreachable, unless the server answered something
     // meanwhile (it is slow on the call ahead, not gone).
     if (state.lastAnswer < call->queuedAt) state.reachable = false;
-    finish(call, transportFailure("no answer from the API server before the call's deadline",
-                                  std::max(call->attempts, 1)));
+    return finish(call, transportFailure("no answer from the API server before the call's deadline",
+                                         std::max(call->attempts, 1)));
 }
 
 void ApiClient::Impl::updateWaiting() {
@@ -161,29 +160,26 @@ void ApiClient::Impl::send(std::shared_ptr<Call> call) {
     auto request = makeRequest(call->verb, call->target, call->body, call->contentType, error);
     if (!request) {
         busy = false;
-        finish(call, transportFailure(error));
-        return pump();
+        if (finish(call, transportFailure(error))) pump();
+        return;
     }
-    auto self = shared_from_this();
     if (!connection) connection = std::make_shared<Connection>(loop, tls, config, options);
     if (connection->isOpen()) return exchange(call, request, /*reused=*/true);
     connection->open(
-        [self, call, request](std::string error) {
-            if (self->stopped) return;
-            if (!error.empty()) return self->failed(call, error, /*sent=*/false);
-            self->exchange(call, request, false);
-        },
+        lifetime.guard([this, call, request](std::string error) {
+            if (!error.empty()) return failed(call, error, /*sent=*/false);
+            exchange(call, request, false);
+        }),
         call->deadline);
 }
 
 void ApiClient::Impl::exchange(std::shared_ptr<Call> call, std::shared_ptr<Request> request, bool reused) {
     ++state.requests;
-    auto self = shared_from_this();
     const auto timeout = within(options.requestTimeout, call->deadline);
-    connection->exchange(request, timeout, [self, call, reused](beast::error_code ec, Response response) {
-        if (self->stopped) return;
+    connection->exchange(request, timeout, lifetime.guard([this, call, reused](beast::error_code ec,
+                                                                              Response response) {
         if (ec) {
-            self->connection->close();
+            connection->close();
             // The server may close a kept-alive connection just as a request goes out:
             // that one request is sent again at once on a new connection.
             if (reused && !call->freshRetried &&
@@ -192,13 +188,13 @@ void ApiClient::Impl::exchange(std::shared_ptr<Call> call, std::shared_ptr<Reque
                  ec == net::ssl::error::stream_truncated)) {
                 call->freshRetried = true;
                 --call->attempts;
-                return self->send(call);
+                return send(call);
             }
-            return self->failed(call, transportMessage("request to the API server", ec), /*sent=*/true);
+            return failed(call, transportMessage("request to the API server", ec), /*sent=*/true);
         }
-        if (!response.keep_alive()) self->connection->close();
-        self->answered(call, std::move(response));
-    });
+        if (!response.keep_alive()) connection->close();
+        answered(call, std::move(response));
+    }));
 }
 
 void ApiClient::Impl::failed(std::shared_ptr<Call> call, const std::string& message, bool sent) {
@@ -210,7 +206,7 @@ void ApiClient::Impl::failed(std::shared_ptr<Call> call, const std::string& mess
         ++call->failures;
         retryLater(call, delay, message);
     } else {
-        finish(call, transportFailure(message, std::max(call->attempts, 1)));
+        if (!finish(call, transportFailure(message, std::max(call->attempts, 1)))) return;
     }
     pump();
 }
@@ -236,7 +232,7 @@ void ApiClient::Impl::answered(std::shared_ptr<Call> call, Response response) {
     if (delay && mayRetry(*call, *delay)) {
         retryLater(call, *delay, result.describe());
     } else {
-        finish(call, std::move(result));
+        if (!finish(call, std::move(result))) return;
     }
     pump();
 }
@@ -255,18 +251,19 @@ void ApiClient::Impl::retryLater(std::shared_ptr<Call> call, std::chrono::millis
                 << " ms";
     auto timer = std::make_shared<net::steady_timer>(loop, delay);
     timers.push_back(timer);
-    timer->async_wait([self = shared_from_this(), call, timer](const beast::error_code& ec) {
-        std::erase(self->timers, timer);
-        if (ec || self->stopped) return;
+    timer->async_wait([this, alive = lifetime.token(), call, timer](const beast::error_code& ec) {
+        if (alive.expired()) return;
+        std::erase(timers, timer);
+        if (ec) return;
         if (!call->waitingSince) call->waitingSince = Clock::now();
-        self->updateWaiting();
-        self->queue.push_front(call);
-        self->watchQueueDeadlines();
-        self->pump();
+        updateWaiting();
+        queue.push_front(call);
+        watchQueueDeadlines();
+        pump();
     });
 }
 
-void ApiClient::Impl::finish(std::shared_ptr<Call> call, ApiResult result) {
+bool ApiClient::Impl::finish(std::shared_ptr<Call> call, ApiResult result) {
     std::erase(pending, call);
     updateWaiting();
     if (result.code == 0 || result.code >= 500 || result.code == 401 || result.code == 403 ||
@@ -274,11 +271,15 @@ void ApiClient::Impl::finish(std::shared_ptr<Call> call, ApiResult result) {
         state.lastError = result.describe();
     else
         state.lastError.clear();
+    // The callback may stop or destroy the client: nothing of this object is touched after it
+    // unless it is still alive.
+    const Lifetime::Token alive = lifetime.token();
     if (call->done) call->done(std::move(result));
+    return !alive.expired();
 }
 
 void ApiClient::Impl::stop() {
-    stopped = true;
+    lifetime.end();
     queue.clear();
     pending.clear();
     state.waitingSince.reset();
@@ -303,6 +304,7 @@ std::shared_ptr<Call> makeCall(http::verb verb, std::string target, std::string 
 }
 
 void ApiClient::useToken(const std::string& token) {
+    loopThread_.check();
     impl_->config.token = token;
     impl_->token.replace(token);
 }
@@ -317,20 +319,23 @@ ApiClient::~ApiClient() {
     impl_->stop();
 }
 
-#define DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done)                                  \
-    if (!impl_->tlsProblem.empty()) {                                             \
-        net::post(impl_->loop, [impl = impl_, done = std::move(done)] {           \
-            if (!impl->stopped && done) done(transportFailure(impl->tlsProblem)); \
-        });                                                                       \
-        return;                                                                   \
+#define DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done)                             \
+    if (!impl_->tlsProblem.empty()) {                                        \
+        auto refuse = [impl = impl_.get(), done = std::move(done)] {         \
+            if (done) done(transportFailure(impl->tlsProblem));              \
+        };                                                                   \
+        net::post(impl_->loop, impl_->lifetime.guard(std::move(refuse)));    \
+        return;                                                              \
     }
 
 void ApiClient::get(const std::string& path, ResultHandler done, CallOptions options) {
+    loopThread_.check();
     list(path, "", std::move(done), options);
 }
 
 void ApiClient::list(const std::string& path, const std::string& query, ResultHandler done,
                      CallOptions options) {
+    loopThread_.check();
     DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
     impl_->enqueue(makeCall(http::verb::get, query.empty() ? path : path + "?" + query, "", "", true,
                             std::move(done), options));
@@ -338,6 +343,7 @@ void ApiClient::list(const std::string& path, const std::string& query, ResultHa
 
 void ApiClient::create(const std::string& collection, const json::value& object, ResultHandler done,
                        CallOptions options) {
+    loopThread_.check();
     DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
     // Not idempotent: a create that reached the server before the connection broke would
     // come back as AlreadyExists, and the caller must decide what that means.
@@ -347,6 +353,7 @@ void ApiClient::create(const std::string& collection, const json::value& object,
 
 void ApiClient::replace(const std::string& path, const json::value& object, ResultHandler done,
                         CallOptions options) {
+    loopThread_.check();
     DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
     impl_->enqueue(makeCall(http::verb::put, path, json::serialize(object), "application/json", true,
                             std::move(done), options));
@@ -354,6 +361,7 @@ void ApiClient::replace(const std::string& path, const json::value& object, Resu
 
 void ApiClient::apply(const std::string& path, const json::value& object, const std::string& fieldManager,
                       bool force, ResultHandler done, CallOptions options) {
+    loopThread_.check();
     DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
     // Strict: a field the API server does not know fails the request instead of being dropped
     // (Kubernetes 1.27 and later; older servers ignore the parameter).
@@ -365,6 +373,7 @@ void ApiClient::apply(const std::string& path, const json::value& object, const 
 
 void ApiClient::remove(const std::string& path, const DeletePreconditions& preconditions, ResultHandler done,
                        CallOptions call) {
+    loopThread_.check();
     DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
     json::object options{
         {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}};
@@ -380,15 +389,19 @@ void ApiClient::remove(const std::string& path, const DeletePreconditions& preco
 #undef DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE
 
 void ApiClient::stop() {
+    loopThread_.check();
     impl_->stop();
 }
 const ClientState& ApiClient::state() const {
+    loopThread_.check();
     return impl_->state;
 }
 const Kubeconfig& ApiClient::config() const {
+    loopThread_.check();
     return impl_->config;
 }
 const std::string& ApiClient::problem() const {
+    loopThread_.check();
     return impl_->tlsProblem;
 }
 

@@ -23,6 +23,7 @@
 #include <boost/json/value.hpp>
 
 #include "cluster/kubeconfig.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::kube {
 
@@ -147,7 +148,9 @@ public:
 
 private:
     friend class Informer;
+    // Shared with the informers that watch through this client.
     std::shared_ptr<Impl> impl_;
+    ThreadBound loopThread_;  // every public member is called on the loop thread
 };
 
 // Informer-style watch of one collection: lists, then watches from the list's
@@ -217,6 +220,7 @@ public:
 
 private:
     std::shared_ptr<Impl> impl_;
+    ThreadBound loopThread_;  // every public member is called on the loop thread
 };
 
 }  // namespace devlet::kube

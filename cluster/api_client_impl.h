@@ -18,6 +18,7 @@
 #include "cluster/api_connection.h"
 #include "cluster/api_messages.h"
 #include "cluster/kubeconfig.h"
+#include "runtime/lifetime.h"
 
 namespace devlet::kube {
 
@@ -44,7 +45,7 @@ std::shared_ptr<Call> makeCall(boost::beast::http::verb verb, std::string target
                                std::string contentType, bool idempotent, ResultHandler done,
                                CallOptions options = {});
 
-struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
+struct ApiClient::Impl {
     Impl(boost::asio::io_context& loop, Kubeconfig kubeconfig, ClientOptions clientOptions);
 
     // Returns why the TLS settings cannot be used, or empty.
@@ -63,7 +64,8 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
 
     void pump();
     void watchQueueDeadlines();
-    void expire(std::shared_ptr<Call> call);
+    // Both answer `call` and return false when its callback stopped or destroyed the client.
+    bool expire(std::shared_ptr<Call> call);
     void updateWaiting();
     void send(std::shared_ptr<Call> call);
     void exchange(std::shared_ptr<Call> call, std::shared_ptr<Request> request, bool reused);
@@ -71,7 +73,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     void answered(std::shared_ptr<Call> call, Response response);
     bool mayRetry(const Call& call, std::chrono::milliseconds delay) const;
     void retryLater(std::shared_ptr<Call> call, std::chrono::milliseconds delay, const std::string& why);
-    void finish(std::shared_ptr<Call> call, ApiResult result);
+    bool finish(std::shared_ptr<Call> call, ApiResult result);
 
     boost::asio::io_context& loop;
     Kubeconfig config;
@@ -87,7 +89,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     boost::asio::steady_timer queueTimer{loop};  // the earliest deadline of a queued call
     std::vector<std::shared_ptr<boost::asio::steady_timer>> timers;
     bool busy = false;
-    bool stopped = false;
+    Lifetime lifetime;  // ended by stop(): no callback runs afterwards
 };
 
 }  // namespace devlet::kube

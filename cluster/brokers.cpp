@@ -201,7 +201,7 @@ void Brokers::startWatching() {
 
 void Brokers::stop() {
     loopThread_.check();
-    *alive_ = false;
+    lifetime_.end();
     for (auto* informer : {&pods_, &services_, &jobs_}) {
         if (*informer) (*informer)->stop();
     }
@@ -210,15 +210,14 @@ void Brokers::stop() {
 }
 
 void Brokers::readNode() {
-    client_.get("/api/v1/nodes/" + options_.node, [this,
-                                                   alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
-        if (auto a = alive.lock(); !a || !*a) return;
+    client_.get("/api/v1/nodes/" + options_.node, [this, alive = lifetime_.token()](ApiResult result) {
+        if (alive.expired()) return;
         if (result.code == 0) {
             // No answer: ask again rather than make Pods the garbage collector cannot find.
             log.debug() << "node " << options_.node << " cannot be read yet: " << result.describe();
             retryTimer_.expires_after(options_.retryInterval);
-            retryTimer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](boost::system::error_code ec) {
-                if (auto a = alive.lock(); !ec && a && *a) readNode();
+            retryTimer_.async_wait([this, alive = lifetime_.token()](boost::system::error_code ec) {
+                if (!ec && !alive.expired()) readNode();
             });
             return;
         }
@@ -239,8 +238,8 @@ void Brokers::inventoryChanged() {
     loopThread_.check();
     if (reconcileScheduled_) return;
     reconcileScheduled_ = true;
-    boost::asio::post(loop_, [this, alive = std::weak_ptr<bool>(alive_)] {
-        if (auto a = alive.lock(); !a || !*a) return;
+    boost::asio::post(loop_, [this, alive = lifetime_.token()] {
+        if (alive.expired()) return;
         reconcileScheduled_ = false;
         reconcile();
     });
@@ -432,8 +431,8 @@ void Brokers::reconcile() {
         paths_[key] = path;
         client_.apply(
             path, object.body, manager, true,
-            [this, key = std::string(key), body, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
-                if (auto a = alive.lock(); !a || !*a) return;
+            [this, key = std::string(key), body, alive = lifetime_.token()](ApiResult result) {
+                if (alive.expired()) return;
                 inFlight_.erase(key);
                 refused_.erase(key);
                 if (result.ok()) {
@@ -502,8 +501,8 @@ void Brokers::reconcile() {
 
 void Brokers::removeObject(const std::string& key, const DeletePreconditions& preconditions) {
     client_.remove(paths_[key], preconditions,
-                   [this, key, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
-                       if (auto a = alive.lock(); !a || !*a) return;
+                   [this, key, alive = lifetime_.token()](ApiResult result) {
+                       if (alive.expired()) return;
                        inFlight_.erase(key);
                        if (result.ok() || result.notFound()) {
                            log.info() << "deleted " << key;
@@ -559,8 +558,8 @@ void Brokers::withdrawShared(const std::string& key) {
                            {"namespace", options_.namespaceName},
                            {"resourceVersion", version}}}};
     client_.apply(paths_[key], nothing, manager, false,
-                  [this, key, others, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
-                      if (auto a = alive.lock(); !a || !*a) return;
+                  [this, key, others, alive = lifetime_.token()](ApiResult result) {
+                      if (alive.expired()) return;
                       inFlight_.erase(key);
                       if (result.ok()) {
                           log.info() << "left " << key << " to " << others.front()
@@ -596,8 +595,8 @@ void Brokers::answered() {
 
 void Brokers::retryLater() {
     retryTimer_.expires_after(options_.retryInterval);
-    retryTimer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](boost::system::error_code ec) {
-        if (auto a = alive.lock(); !ec && a && *a) reconcile();
+    retryTimer_.async_wait([this, alive = lifetime_.token()](boost::system::error_code ec) {
+        if (!ec && !alive.expired()) reconcile();
     });
 }
 
@@ -688,8 +687,8 @@ void Brokers::scheduleRecreations() {
         return;
     }
     recreateTimer_.expires_at(*first);
-    recreateTimer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](boost::system::error_code ec) {
-        if (auto a = alive.lock(); !ec && a && *a) recreateDue();
+    recreateTimer_.async_wait([this, alive = lifetime_.token()](boost::system::error_code ec) {
+        if (!ec && !alive.expired()) recreateDue();
     });
 }
 
@@ -713,8 +712,8 @@ void Brokers::recreate(const std::string& name, Life& life) {
     DeletePreconditions preconditions;
     preconditions.uid = life.uid;
     const bool pending = life.phase == "Pending";
-    auto done = [this, name, why, pending, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
-        if (auto a = alive.lock(); a && *a) recreateAnswered(name, why, pending, result);
+    auto done = [this, name, why, pending, alive = lifetime_.token()](ApiResult result) {
+        if (!alive.expired()) recreateAnswered(name, why, pending, result);
     };
     client_.remove(collectionPath("v1", options_.namespaceName, "pods") + "/" + name, preconditions,
                    std::move(done));

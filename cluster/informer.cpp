@@ -76,12 +76,12 @@ std::string describeDuration(std::chrono::milliseconds duration) {
 }  // namespace
 
 struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
-    Impl(ApiClient::Impl& client, std::string collection, Handlers handlers, Options options)
-        : client(client.shared_from_this()),
+    Impl(std::shared_ptr<ApiClient::Impl> client, std::string collection, Handlers handlers, Options options)
+        : client(std::move(client)),
           collection(std::move(collection)),
           handlers(std::move(handlers)),
           options(std::move(options)),
-          timer(client.loop) {}
+          timer(this->client->loop) {}
 
     enum class Next { Watch, List };
 
@@ -458,7 +458,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
 };
 
 Informer::Informer(ApiClient& client, std::string collection, Handlers handlers, Options options)
-    : impl_(std::make_shared<Impl>(*client.impl_, std::move(collection), std::move(handlers),
+    : impl_(std::make_shared<Impl>(client.impl_, std::move(collection), std::move(handlers),
                                    std::move(options))) {}
 
 Informer::~Informer() {
@@ -466,6 +466,7 @@ Informer::~Informer() {
 }
 
 void Informer::start() {
+    loopThread_.check();
     if (!impl_->client->tlsProblem.empty()) {
         impl_->state.lastError = impl_->client->tlsProblem;
         return;
@@ -476,15 +477,19 @@ void Informer::start() {
 }
 
 void Informer::stop() {
+    loopThread_.check();
     impl_->stop();
 }
 void Informer::relist() {
+    loopThread_.check();
     impl_->relist();
 }
 const Informer::State& Informer::state() const {
+    loopThread_.check();
     return impl_->state;
 }
 const std::map<std::string, json::object>& Informer::objects() const {
+    loopThread_.check();
     return impl_->cache;
 }
 
