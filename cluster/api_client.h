@@ -219,7 +219,7 @@ public:
     struct Impl;
 
 private:
-    std::shared_ptr<Impl> impl_;
+    std::unique_ptr<Impl> impl_;
     ThreadBound loopThread_;  // every public member is called on the loop thread
 };
 

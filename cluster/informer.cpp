@@ -75,7 +75,7 @@ std::string describeDuration(std::chrono::milliseconds duration) {
 
 }  // namespace
 
-struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
+struct Informer::Impl {
     Impl(std::shared_ptr<ApiClient::Impl> client, std::string collection, Handlers handlers, Options options)
         : client(std::move(client)),
           collection(std::move(collection)),
@@ -92,13 +92,16 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
         return query;
     }
 
-    bool current(std::uint64_t mine) const { return !stopped && mine == attempt; }
+    // Whether work begun as attempt `mine` goes on: not stopped, and no newer list or watch
+    // replaced it. After a handler ran, a token taken before it is read first: the handler
+    // may have destroyed the informer.
+    bool current(std::uint64_t mine) const { return !lifetime.ended() && mine == attempt; }
 
     // A list from the start. Lists carry no resourceVersion: the server answers from etcd, so
     // a list is never "too large" and always gets a version a watch can start from; a list
     // that fails (504 included, after the client's own retries) is done again after backoff.
     void startList() {
-        if (stopped) return;
+        if (lifetime.ended()) return;
         listPage(++attempt, "", std::make_shared<std::map<std::string, json::object>>(), "");
     }
 
@@ -109,16 +112,16 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
         if (!continueToken.empty()) query += "&continue=" + queryEscape(continueToken);
         auto call = makeCall(
             http::verb::get, collection + "?" + query, "", "", true,
-            [self = shared_from_this(), mine, pages, listVersion](ApiResult result) mutable {
-                if (!self->current(mine)) return;
-                ++self->state.lists;
-                self->state.connected = result.code != 0;
+            lifetime.guard([this, mine, pages, listVersion](ApiResult result) mutable {
+                if (!current(mine)) return;
+                ++state.lists;
+                state.connected = result.code != 0;
                 if (!result.ok())
-                    return self->failed("listing " + self->collection + ": " + result.describe(), Next::List);
+                    return failed("listing " + collection + ": " + result.describe(), Next::List);
                 const json::object* body = result.body.if_object();
                 const json::value* items = body ? body->if_contains("items") : nullptr;
                 if (!items || !items->is_array())
-                    return self->failed("listing " + self->collection + ": no items", Next::List);
+                    return failed("listing " + collection + ": no items", Next::List);
                 for (const json::value& item : items->get_array()) {
                     if (!item.is_object()) continue;
                     std::string name = stringAt(item, "/metadata/name");
@@ -126,9 +129,9 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
                 }
                 if (listVersion.empty()) listVersion = stringAt(result.body, "/metadata/resourceVersion");
                 std::string next = stringAt(result.body, "/metadata/continue");
-                if (!next.empty()) return self->listPage(mine, next, pages, listVersion);
-                self->listed(std::move(*pages), listVersion);
-            });
+                if (!next.empty()) return listPage(mine, next, pages, listVersion);
+                listed(std::move(*pages), listVersion);
+            }));
         client->enqueue(call);
     }
 
@@ -138,6 +141,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
     // says exactly what was reported.
     void listed(std::map<std::string, json::object> now, const std::string& version) {
         const std::uint64_t mine = attempt;
+        const Lifetime::Token alive = lifetime.token();
         listing = false;
         state.resourceVersion = version;
         state.synced = true;
@@ -153,7 +157,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
                 handlers.vanished(node.mapped());
             else if (handlers.deleted)
                 handlers.deleted(node.mapped());
-            if (!current(mine)) return;
+            if (alive.expired() || !current(mine)) return;
         }
         for (const auto& [name, object] : now) {
             auto it = cache.find(name);
@@ -166,16 +170,16 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
             } else if (changed) {
                 if (handlers.modified) handlers.modified(object);
             }
-            if (!current(mine)) return;
+            if (alive.expired() || !current(mine)) return;
         }
         if (handlers.synced) handlers.synced();
-        if (!current(mine)) return;
+        if (alive.expired() || !current(mine)) return;
         notify();
-        if (current(mine)) watch();
+        if (!alive.expired() && current(mine)) watch();
     }
 
     void watch() {
-        if (stopped) return;
+        if (lifetime.ended()) return;
         const std::uint64_t mine = ++attempt;
         watchCode = 0;
         watchBody.clear();
@@ -191,57 +195,56 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
         if (!connection)
             connection =
                 std::make_shared<Connection>(client->loop, client->tls, client->config, client->options);
-        auto self = shared_from_this();
-        auto go = [self, request, mine] {
-            ++self->state.watches;
-            ++self->client->state.requests;
-            self->streamStarted = Clock::now();
+        auto go = [this, request, mine] {
+            ++state.watches;
+            ++client->state.requests;
+            streamStarted = Clock::now();
             // Bookmarks come about once a minute: a stream silent for idleTimeout is dead, or
             // blind, whatever TCP says.
-            self->connection->stream(
-                request, self->options.idleTimeout,
-                [self, mine](int code, const http::fields& headers) {
-                    if (!self->current(mine)) return;
-                    self->answered();
-                    self->state.connected = true;
-                    self->watchCode = code;
+            connection->stream(
+                request, options.idleTimeout,
+                lifetime.guard([this, mine](int code, const http::fields& headers) {
+                    if (!current(mine)) return;
+                    answered();
+                    state.connected = true;
+                    watchCode = code;
                     if (code == 200) {
-                        self->state.watchCurrent = true;
-                        self->state.lastError.clear();
-                        self->failures = 0;
-                        self->notify();
+                        state.watchCurrent = true;
+                        state.lastError.clear();
+                        failures = 0;
+                        notify();
                     } else {
-                        self->watchRetryAfter = retryAfter(headers, self->client->options.retryAfterMax);
+                        watchRetryAfter = retryAfter(headers, client->options.retryAfterMax);
                     }
-                },
-                [self, mine](std::string& body) {
-                    if (!self->current(mine)) return false;
-                    self->answered();
-                    if (self->watchCode != 200) {
+                }),
+                [this, alive = lifetime.token(), mine](std::string& body) {
+                    if (alive.expired() || !current(mine)) return false;
+                    answered();
+                    if (watchCode != 200) {
                         // The whole error answer (a Status) first; its start is enough.
                         const std::size_t room =
-                            kMaxWatchErrorBody - std::min(kMaxWatchErrorBody, self->watchBody.size());
-                        self->watchBody.append(body, 0, std::min(room, body.size()));
+                            kMaxWatchErrorBody - std::min(kMaxWatchErrorBody, watchBody.size());
+                        watchBody.append(body, 0, std::min(room, body.size()));
                         body.clear();
                         return true;
                     }
-                    return self->consume(body, mine);
+                    return consume(body, mine);
                 },
-                [self, mine](beast::error_code ec) {
-                    if (self->current(mine)) self->streamEnded(ec);
-                });
+                lifetime.guard([this, mine](beast::error_code ec) {
+                    if (current(mine)) streamEnded(ec);
+                }));
         };
         if (connection->isOpen()) return go();
-        connection->open([self, go, mine](std::string error) {
-            if (!self->current(mine)) return;
+        connection->open(lifetime.guard([this, go, mine](std::string error) {
+            if (!current(mine)) return;
             if (!error.empty()) {
-                self->dropConnection();
-                self->state.connected = false;
-                self->client->state.reachable = false;
-                return self->watchEnded({}, "watch of " + self->collection + ": " + error);
+                dropConnection();
+                state.connected = false;
+                client->state.reachable = false;
+                return watchEnded({}, "watch of " + collection + ": " + error);
             }
             go();
-        });
+        }));
     }
 
     // Any byte from the server is an answer: the API is there.
@@ -275,6 +278,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
     // False when the stream is abandoned (an ERROR, a malformed event, or a handler that
     // relisted or stopped).
     bool event(std::string_view line, std::uint64_t mine) {
+        const Lifetime::Token alive = lifetime.token();
         json::error_code ec;
         json::value parsed = json::parse(line, ec);
         const json::object* event = parsed.if_object();
@@ -313,7 +317,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
                 handlers.deleted(object);
             }
         }
-        return current(mine);
+        return !alive.expired() && current(mine);
     }
 
     // A 200 stream that cannot go on: what it missed is unknown.
@@ -351,11 +355,12 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
 
     void watchEnded(const WatchEnd& end, const std::string& error) {
         const std::uint64_t mine = attempt;
+        const Lifetime::Token alive = lifetime.token();
         state.watchCurrent = false;
         switch (afterWatch(end)) {
             case AfterWatch::WatchAgain:
                 notify();
-                if (!current(mine)) return;
+                if (alive.expired() || !current(mine)) return;
                 // A server that ends every stream at once is not asked again and again in a
                 // tight loop.
                 if (Clock::now() - streamStarted < std::chrono::seconds(1))
@@ -368,7 +373,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
                 log.debug() << "watch of " << collection << ": resourceVersion " << state.resourceVersion
                             << " is gone; listing again";
                 notify();
-                if (current(mine)) startList();
+                if (!alive.expired() && current(mine)) startList();
                 return;
             case AfterWatch::ListAgainLater:
                 return failed(error, Next::List, watchRetryAfter);
@@ -378,12 +383,13 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
     // Counted as failed; the next try after `delay` (a capped Retry-After) or backoff.
     void failed(const std::string& error, Next next, std::optional<std::chrono::milliseconds> delay = {}) {
         const std::uint64_t mine = attempt;
+        const Lifetime::Token alive = lifetime.token();
         state.watchCurrent = false;
         if (error != state.lastError) log.debug() << error;
         state.lastError = error;
         const auto backoff = backoffDelay(client->options, ++failures);
         notify();
-        if (!current(mine)) return;
+        if (alive.expired() || !current(mine)) return;
         // Without a list there is no version to watch from; a list that failed halfway (after
         // a 410) must be done again whole.
         if (listing || state.resourceVersion.empty() || !state.synced) next = Next::List;
@@ -396,8 +402,8 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
 
     void later(std::chrono::milliseconds delay, std::function<void()> next) {
         timer.expires_after(delay);
-        timer.async_wait([self = shared_from_this(), next, mine = attempt](const beast::error_code& ec) {
-            if (ec || !self->current(mine)) return;
+        timer.async_wait([this, alive = lifetime.token(), next, mine = attempt](const beast::error_code& ec) {
+            if (ec || alive.expired() || !current(mine)) return;
             next();
         });
     }
@@ -405,7 +411,7 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
     // Tells the owner when what State shows about the connection changed.
     void notify() {
         auto now = std::tie(state.connected, state.watchCurrent, state.lastError);
-        if (stopped || (notified && now == *notified)) return;
+        if (lifetime.ended() || (notified && now == *notified)) return;
         notified = std::make_tuple(state.connected, state.watchCurrent, state.lastError);
         if (handlers.stateChanged) handlers.stateChanged();
     }
@@ -419,17 +425,18 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
     }
 
     void relist() {
-        if (!started || stopped) return;
+        if (!started || lifetime.ended()) return;
         const std::uint64_t mine = ++attempt;  // the stream, list or timer under way is dropped
+        const Lifetime::Token alive = lifetime.token();
         timer.cancel();
         dropConnection();
         state.watchCurrent = false;
         notify();
-        if (current(mine)) startList();
+        if (!alive.expired() && current(mine)) startList();
     }
 
     void stop() {
-        stopped = true;
+        lifetime.end();
         ++attempt;
         timer.cancel();
         dropConnection();
@@ -454,11 +461,11 @@ struct Informer::Impl : std::enable_shared_from_this<Informer::Impl> {
     bool listing = false;  // a list is under way or failed; the next try lists
     int failures = 0;
     bool started = false;
-    bool stopped = false;
+    Lifetime lifetime;  // ended by stop(): no handler runs afterwards
 };
 
 Informer::Informer(ApiClient& client, std::string collection, Handlers handlers, Options options)
-    : impl_(std::make_shared<Impl>(client.impl_, std::move(collection), std::move(handlers),
+    : impl_(std::make_unique<Impl>(client.impl_, std::move(collection), std::move(handlers),
                                    std::move(options))) {}
 
 Informer::~Informer() {
