@@ -176,8 +176,7 @@ void ApiClient::Impl::send(std::shared_ptr<Call> call) {
 void ApiClient::Impl::exchange(std::shared_ptr<Call> call, std::shared_ptr<Request> request, bool reused) {
     ++state.requests;
     const auto timeout = within(options.requestTimeout, call->deadline);
-    connection->exchange(request, timeout, lifetime.guard([this, call, reused](beast::error_code ec,
-                                                                              Response response) {
+    auto answer = [this, call, reused](beast::error_code ec, Response response) {
         if (ec) {
             connection->close();
             // The server may close a kept-alive connection just as a request goes out:
@@ -194,7 +193,8 @@ void ApiClient::Impl::exchange(std::shared_ptr<Call> call, std::shared_ptr<Reque
         }
         if (!response.keep_alive()) connection->close();
         answered(call, std::move(response));
-    }));
+    };
+    connection->exchange(request, timeout, lifetime.guard(std::move(answer)));
 }
 
 void ApiClient::Impl::failed(std::shared_ptr<Call> call, const std::string& message, bool sent) {
