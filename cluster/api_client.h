@@ -17,11 +17,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/json/value.hpp>
 
 #include "cluster/kubeconfig.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::kube {
 
@@ -78,6 +80,9 @@ std::string collectionPath(const std::string& groupVersion, const std::string& n
                            const std::string& resource);
 // Percent-encodes a query value (selectors).
 std::string queryEscape(const std::string& value);
+// The string at `pointer` (a JSON Pointer, "/metadata/name") in an object the API answered
+// with; "" where there is none, or something other than a string.
+std::string stringAt(const boost::json::value& value, std::string_view pointer);
 
 struct DeletePreconditions {
     std::string resourceVersion;  // empty: none
@@ -143,7 +148,9 @@ public:
 
 private:
     friend class Informer;
+    // Shared with the informers that watch through this client.
     std::shared_ptr<Impl> impl_;
+    ThreadBound loopThread_;  // every public member is called on the loop thread
 };
 
 // Informer-style watch of one collection: lists, then watches from the list's
@@ -212,7 +219,8 @@ public:
     struct Impl;
 
 private:
-    std::shared_ptr<Impl> impl_;
+    std::unique_ptr<Impl> impl_;
+    ThreadBound loopThread_;  // every public member is called on the loop thread
 };
 
 }  // namespace devlet::kube

@@ -73,16 +73,6 @@ std::string labelOf(const json::object& object, const char* key) {
     return value && value->is_string() ? std::string(value->as_string()) : std::string();
 }
 
-std::string stringAt(const json::value& value, std::initializer_list<const char*> path) {
-    const json::value* at = &value;
-    for (const char* key : path) {
-        if (!at->is_object()) return {};
-        at = at->as_object().if_contains(key);
-        if (!at) return {};
-    }
-    return at->is_string() ? std::string(at->as_string()) : std::string();
-}
-
 struct PodCondition {
     std::string phase;   // "" before the API says
     std::string reason;  // why it failed or waits (the Pod's or a container's reason)
@@ -92,15 +82,15 @@ struct PodCondition {
 PodCondition conditionOf(const json::object& pod) {
     PodCondition condition;
     const json::value value = pod;
-    condition.phase = stringAt(value, {"status", "phase"});
-    condition.reason = stringAt(value, {"status", "reason"});
+    condition.phase = stringAt(value, "/status/phase");
+    condition.reason = stringAt(value, "/status/reason");
     const json::value* status = pod.if_contains("status");
     const json::value* statuses =
         status && status->is_object() ? status->as_object().if_contains("containerStatuses") : nullptr;
     if (statuses && statuses->is_array() && condition.reason.empty()) {
         for (const json::value& container : statuses->as_array()) {
-            std::string why = stringAt(container, {"state", "waiting", "reason"});
-            if (why.empty()) why = stringAt(container, {"state", "terminated", "reason"});
+            std::string why = stringAt(container, "/state/waiting/reason");
+            if (why.empty()) why = stringAt(container, "/state/terminated/reason");
             if (!why.empty()) {
                 condition.reason = why;
                 break;
@@ -123,8 +113,8 @@ std::vector<std::string> otherAppliers(const json::object& object, const std::st
         metadata && metadata->is_object() ? metadata->as_object().if_contains("managedFields") : nullptr;
     if (!entries || !entries->is_array()) return others;
     for (const json::value& entry : entries->as_array()) {
-        const std::string manager = stringAt(entry, {"manager"});
-        if (manager == self || !manager.starts_with("devlet-") || stringAt(entry, {"operation"}) != "Apply")
+        const std::string manager = stringAt(entry, "/manager");
+        if (manager == self || !manager.starts_with("devlet-") || stringAt(entry, "/operation") != "Apply")
             continue;
         const json::value* fields = entry.is_object() ? entry.as_object().if_contains("fieldsV1") : nullptr;
         if (fields && fields->is_object() && fields->as_object().contains("f:spec"))
@@ -212,7 +202,7 @@ void Brokers::startWatching() {
 
 void Brokers::stop() {
     loopThread_.check();
-    *alive_ = false;
+    lifetime_.end();
     for (auto* informer : {&pods_, &services_, &jobs_}) {
         if (*informer) (*informer)->stop();
     }
@@ -221,21 +211,20 @@ void Brokers::stop() {
 }
 
 void Brokers::readNode() {
-    client_.get("/api/v1/nodes/" + options_.node, [this,
-                                                   alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
-        if (auto a = alive.lock(); !a || !*a) return;
+    client_.get("/api/v1/nodes/" + options_.node, [this, alive = lifetime_.token()](ApiResult result) {
+        if (alive.expired()) return;
         if (result.code == 0) {
             // No answer: ask again rather than make Pods the garbage collector cannot find.
             log.debug() << "node " << options_.node << " cannot be read yet: " << result.describe();
             retryTimer_.expires_after(options_.retryInterval);
-            retryTimer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](boost::system::error_code ec) {
-                if (auto a = alive.lock(); !ec && a && *a) readNode();
+            retryTimer_.async_wait([this, alive = lifetime_.token()](boost::system::error_code ec) {
+                if (!ec && !alive.expired()) readNode();
             });
             return;
         }
         nodeRead_ = true;
         if (result.ok()) {
-            nodeUid_ = stringAt(result.body, {"metadata", "uid"});
+            nodeUid_ = stringAt(result.body, "/metadata/uid");
         }
         if (nodeUid_.empty()) {
             state_.ownerProblem = "the Node " + options_.node + " cannot be read (" + result.describe() +
@@ -250,8 +239,8 @@ void Brokers::inventoryChanged() {
     loopThread_.check();
     if (reconcileScheduled_) return;
     reconcileScheduled_ = true;
-    boost::asio::post(loop_, [this, alive = std::weak_ptr<bool>(alive_)] {
-        if (auto a = alive.lock(); !a || !*a) return;
+    boost::asio::post(loop_, [this, alive = lifetime_.token()] {
+        if (alive.expired()) return;
         reconcileScheduled_ = false;
         reconcile();
     });
@@ -443,8 +432,8 @@ void Brokers::reconcile() {
         paths_[key] = path;
         client_.apply(
             path, object.body, manager, true,
-            [this, key = std::string(key), body, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
-                if (auto a = alive.lock(); !a || !*a) return;
+            [this, key = std::string(key), body, alive = lifetime_.token()](ApiResult result) {
+                if (alive.expired()) return;
                 inFlight_.erase(key);
                 refused_.erase(key);
                 if (result.ok()) {
@@ -513,8 +502,8 @@ void Brokers::reconcile() {
 
 void Brokers::removeObject(const std::string& key, const DeletePreconditions& preconditions) {
     client_.remove(paths_[key], preconditions,
-                   [this, key, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
-                       if (auto a = alive.lock(); !a || !*a) return;
+                   [this, key, alive = lifetime_.token()](ApiResult result) {
+                       if (alive.expired()) return;
                        inFlight_.erase(key);
                        if (result.ok() || result.notFound()) {
                            log.info() << "deleted " << key;
@@ -555,7 +544,7 @@ void Brokers::withdrawShared(const std::string& key) {
         return;
     }
     const json::value object = found->second;
-    const std::string version = stringAt(object, {"metadata", "resourceVersion"});
+    const std::string version = stringAt(object, "/metadata/resourceVersion");
     const std::string manager = "devlet-" + options_.node;
     const std::vector<std::string> others = otherAppliers(object.as_object(), manager);
     if (others.empty()) {
@@ -566,12 +555,12 @@ void Brokers::withdrawShared(const std::string& key) {
     json::object nothing{{"apiVersion", job ? "batch/v1" : "v1"},
                          {"kind", job ? "Job" : "Service"},
                          {"metadata",
-                          {{"name", stringAt(object, {"metadata", "name"})},
+                          {{"name", stringAt(object, "/metadata/name")},
                            {"namespace", options_.namespaceName},
                            {"resourceVersion", version}}}};
     client_.apply(paths_[key], nothing, manager, false,
-                  [this, key, others, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
-                      if (auto a = alive.lock(); !a || !*a) return;
+                  [this, key, others, alive = lifetime_.token()](ApiResult result) {
+                      if (alive.expired()) return;
                       inFlight_.erase(key);
                       if (result.ok()) {
                           log.info() << "left " << key << " to " << others.front()
@@ -607,8 +596,8 @@ void Brokers::answered() {
 
 void Brokers::retryLater() {
     retryTimer_.expires_after(options_.retryInterval);
-    retryTimer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](boost::system::error_code ec) {
-        if (auto a = alive.lock(); !ec && a && *a) reconcile();
+    retryTimer_.async_wait([this, alive = lifetime_.token()](boost::system::error_code ec) {
+        if (!ec && !alive.expired()) reconcile();
     });
 }
 
@@ -650,7 +639,7 @@ std::vector<Brokers::Broker> Brokers::brokers() const {
 
 void Brokers::podSeen(const json::object& pod) {
     const std::string name = objectName(pod);
-    const std::string uid = stringAt(json::value(pod), {"metadata", "uid"});
+    const std::string uid = stringAt(json::value(pod), "/metadata/uid");
     const PodCondition condition = conditionOf(pod);
     Life& life = lives_[name];
     if (life.uid != uid) {
@@ -660,7 +649,7 @@ void Brokers::podSeen(const json::object& pod) {
     if (condition.phase == "Pending" && life.phase != "Pending") life.pendingSince = Clock::now();
     life.phase = condition.phase;
     life.reason = condition.reason;
-    life.terminating = !stringAt(json::value(pod), {"metadata", "deletionTimestamp"}).empty();
+    life.terminating = !stringAt(json::value(pod), "/metadata/deletionTimestamp").empty();
     scheduleRecreations();
 }
 
@@ -699,8 +688,8 @@ void Brokers::scheduleRecreations() {
         return;
     }
     recreateTimer_.expires_at(*first);
-    recreateTimer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](boost::system::error_code ec) {
-        if (auto a = alive.lock(); !ec && a && *a) recreateDue();
+    recreateTimer_.async_wait([this, alive = lifetime_.token()](boost::system::error_code ec) {
+        if (!ec && !alive.expired()) recreateDue();
     });
 }
 
@@ -724,8 +713,8 @@ void Brokers::recreate(const std::string& name, Life& life) {
     DeletePreconditions preconditions;
     preconditions.uid = life.uid;
     const bool pending = life.phase == "Pending";
-    auto done = [this, name, why, pending, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
-        if (auto a = alive.lock(); a && *a) recreateAnswered(name, why, pending, result);
+    auto done = [this, name, why, pending, alive = lifetime_.token()](ApiResult result) {
+        if (!alive.expired()) recreateAnswered(name, why, pending, result);
     };
     client_.remove(collectionPath("v1", options_.namespaceName, "pods") + "/" + name, preconditions,
                    std::move(done));

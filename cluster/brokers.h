@@ -23,6 +23,7 @@
 
 #include "cluster/api_client.h"
 #include "runtime/inventory.h"
+#include "runtime/lifetime.h"
 #include "runtime/slot_arbiter.h"
 #include "runtime/thread_bound.h"
 
@@ -183,7 +184,7 @@ private:
     boost::asio::steady_timer recreateTimer_;
     State state_;
     std::function<void()> stateChanged_;
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // false once stopped
+    Lifetime lifetime_;  // ended by stop()
     ThreadBound loopThread_;  // every public member is called on the loop thread
 };
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <exception>
 
+#include <boost/url/parse.hpp>
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
@@ -168,37 +169,24 @@ private:
         return readPem(cluster, where, "certificate-authority", false, config.caPem);
     }
 
+    // https://HOST[:PORT][/PREFIX]. A user name or password in the URL is refused (the
+    // kubeconfig's user holds the credentials), and so are a query or a fragment, which would
+    // end up inside every request's path.
     static bool parseServer(Kubeconfig& config) {
-        constexpr std::string_view scheme = "https://";
-        std::string_view rest = config.server;
-        if (rest.substr(0, scheme.size()) != scheme) return false;
-        rest.remove_prefix(scheme.size());
-        const auto slash = rest.find('/');
-        std::string_view authority = rest.substr(0, slash);
-        config.pathPrefix = slash == std::string_view::npos ? "" : std::string(rest.substr(slash));
-        while (!config.pathPrefix.empty() && config.pathPrefix.back() == '/') config.pathPrefix.pop_back();
-        if (authority.find('@') != std::string_view::npos) return false;
-        std::string_view port;
-        if (!authority.empty() && authority.front() == '[') {
-            const auto close = authority.find(']');
-            if (close == std::string_view::npos) return false;
-            config.host = std::string(authority.substr(1, close - 1));
-            std::string_view after = authority.substr(close + 1);
-            if (!after.empty()) {
-                if (after.front() != ':') return false;
-                port = after.substr(1);
-            }
-        } else {
-            const auto colon = authority.find(':');
-            config.host = std::string(authority.substr(0, colon));
-            if (colon != std::string_view::npos) port = authority.substr(colon + 1);
-        }
+        const auto url = boost::urls::parse_uri(config.server);
+        if (!url || url->scheme() != "https" || !url->has_authority() || url->has_userinfo() ||
+            url->has_query() || url->has_fragment())
+            return false;
+        if (url->host_type() == boost::urls::host_type::ipvfuture) return false;
+        config.host = url->encoded_host_address();  // an IPv6 address without its brackets
         if (config.host.empty()) return false;
+        config.pathPrefix = url->encoded_path();
+        while (!config.pathPrefix.empty() && config.pathPrefix.back() == '/') config.pathPrefix.pop_back();
+        const std::string_view port = url->port();
         if (port.empty()) {
             config.port = "443";
         } else {
-            if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos)
-                return false;
+            if (port.size() > 5) return false;
             const int number = std::stoi(std::string(port));
             if (number < 1 || number > 65535) return false;
             config.port = std::string(port);

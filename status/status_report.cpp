@@ -403,6 +403,8 @@ bool looksLikeSecret(std::string_view name) {
 
 std::string withoutUserInfo(std::string_view value) {
     // scheme://user:password@host/... -> scheme://host/...
+    // Split by hand, not with a URL parser: a password with an unencoded '@' or a space makes
+    // the text no valid URL, and it must be hidden all the same.
     const std::size_t scheme = value.find("://");
     if (scheme == std::string_view::npos) return std::string(value);
     const std::size_t authorityStart = scheme + 3;
