@@ -612,7 +612,7 @@ std::string Daemon::secretsSummary() const {
                    std::to_string(s.exists) + s.error + std::to_string(s.keys.size());
     }
     for (const auto& [configuration, problems] : referenceProblems_) {
-        for (const std::string& problem : problems) summary += "/" + configuration + problem;
+        for (const std::string& problem : problems) summary.append("/").append(configuration).append(problem);
     }
     return summary;
 }
@@ -748,7 +748,8 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
         }
         for (const auto& [configuration, problems] : referenceProblems_) {
             for (const std::string& problem : problems)
-                c.secretProblems.push_back("configuration " + configuration + ": " + problem);
+                c.secretProblems.push_back(
+                    std::string("configuration ").append(configuration).append(": ").append(problem));
         }
     }
 

@@ -165,7 +165,7 @@ struct ClientCallbacks {
             return 0;
         }
         const std::size_t n = std::min(length, call->request->size() - call->sent);
-        std::memcpy(buffer, call->request->data() + call->sent, n);
+        std::copy_n(call->request->data() + call->sent, n, buffer);
         call->sent += n;
         if (call->sent == call->request->size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
         return static_cast<ssize_t>(n);

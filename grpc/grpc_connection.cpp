@@ -125,7 +125,7 @@ struct ServerCallbacks {
         std::size_t copied = 0;
         if (stream.current) {
             copied = std::min(length, stream.current->size() - stream.offset);
-            std::memcpy(buffer, stream.current->data() + stream.offset, copied);
+            std::copy_n(stream.current->data() + stream.offset, copied, buffer);
             stream.offset += copied;
             if (stream.offset == stream.current->size()) {
                 stream.current = std::move(stream.next);
