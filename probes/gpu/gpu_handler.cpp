@@ -105,7 +105,7 @@ private:
             // Armed before the scan: events during it queue up on the socket.
             if (monitorError.empty()) {
                 events_.watch(
-                    [this](std::vector<udev::UdevDeviceHandle> devices) {
+                    [this](const std::vector<udev::UdevDeviceHandle>& devices) {
                         loopThread_.check();
                         onEvents(devices);
                     },
