@@ -241,7 +241,7 @@ std::string UdevSource::enumerate(std::vector<UdevObservation>& observations) {
 void UdevSource::watch(EventsCallback onEvents, ErrorCallback onError) {
     loopThread_.check();
     monitor_.watch(
-        [this, onEvents = std::move(onEvents)](std::vector<udev::UdevDeviceHandle> devices) {
+        [this, onEvents = std::move(onEvents)](const std::vector<udev::UdevDeviceHandle>& devices) {
             loopThread_.check();
             std::vector<UdevEvent> events;
             events.reserve(devices.size());
