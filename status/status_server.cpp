@@ -152,8 +152,9 @@ struct ServerShared : std::enable_shared_from_this<ServerShared> {
         if (documents && documents->snapshot() == snapshot) return;
         events = recent;
         documents.emplace(snapshot, [recent](std::size_t limit) {
-            return std::vector<StatusEvent>(recent->begin(),
-                                            recent->begin() + std::min(limit, recent->size()));
+            return std::vector<StatusEvent>(
+                recent->begin(),
+                recent->begin() + static_cast<std::ptrdiff_t>(std::min(limit, recent->size())));
         });
         inventoryMetrics.reset();
     }
@@ -186,7 +187,7 @@ struct PartsBody {
         for (const auto& part : parts) n += part->size();
         return n;
     }
-    class writer {
+    class writer {  // NOLINT(readability-identifier-naming): the name Beast's BodyWriter needs
     public:
         using const_buffers_type = std::vector<asio::const_buffer>;
         template <bool isRequest, class Fields>
