@@ -130,7 +130,9 @@ void run(int nodeCount, int idleSeconds, int stormCapacity, int leaseSeconds) {
         nodes.push_back(std::move(node));
     }
     for (Node& node : nodes) {
-        if (!waitFor([&] { return healthy(*node.kubelet, kHeld) == std::size_t(2 * kHeldDevices); }, 120s))
+        if (!waitFor(
+                [&] { return healthy(*node.kubelet, kHeld) == 2 * static_cast<std::size_t>(kHeldDevices); },
+                120s))
             fail(node.name + ": the shared slots were not offered\n" + node.daemon->log());
     }
     const double startedS = ms(Clock::now() - startAll) / 1000;
@@ -165,6 +167,7 @@ void run(int nodeCount, int idleSeconds, int stormCapacity, int leaseSeconds) {
     std::this_thread::sleep_for(std::chrono::seconds(leaseSeconds));
     api.control("DELETE", "requests");
     std::vector<double> cpuBefore;
+    cpuBefore.reserve(nodes.size());
     for (Node& node : nodes) cpuBefore.push_back(cpuMs(node.daemon->pid()));
     std::this_thread::sleep_for(std::chrono::seconds(idleSeconds));
     const std::map<std::string, double> idle = requestCounts(api);

@@ -40,6 +40,7 @@ Daemon::Daemon(Settings settings, HandlerRegistry& handlers)
 Daemon::~Daemon() = default;
 
 int Daemon::run() {
+    loopThread_.check();
     startedAtMs_ = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
@@ -48,6 +49,7 @@ int Daemon::run() {
     signals_.add(SIGHUP);
     std::function<void(boost::system::error_code, int)> onSignal =
         [this, &onSignal](boost::system::error_code ec, int signal) {
+            loopThread_.check();
             if (ec) return;
             if (signal == SIGHUP) {
                 log.info() << "SIGHUP: reloading configurations";
@@ -90,6 +92,7 @@ void Daemon::waitForStore(const std::string& error) {
     notifyReadyOnce();  // running, and saying why it offers nothing: systemd must not loop it
     storeTimer_.expires_after(kStoreRetry);
     storeTimer_.async_wait([this](boost::system::error_code ec) {
+        loopThread_.check();
         if (ec || stopping_) return;
         Outcome why = Outcome::ok();
         store_ = Store::open(settings_.stateDir, StoreOptions{}, why);
@@ -117,7 +120,10 @@ void Daemon::serve() {
         [this](std::function<void()> publish) { boost::asio::post(loop_, std::move(publish)); });
     arbiter_ = std::make_unique<SlotArbiter>(*inventory_);
     host_.setInventory(*inventory_, *arbiter_);
-    host_.onAllRegistered = [this] { updateStatus(); };
+    host_.onAllRegistered = [this] {
+        loopThread_.check();
+        updateStatus();
+    };
     log.info() << "devlet " << DEVLET_VERSION << " on node " << settings_.nodeName << "; configurations in "
                << settings_.confDir << ", state in " << settings_.stateDir;
     log.info() << "kubelet layout: " << settings_.kubeletLayout << "; device plugins in "
@@ -125,7 +131,10 @@ void Daemon::serve() {
 
     watch_.watchDirectory(settings_.confDir,
                           IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE,
-                          [this](const std::string&, std::uint32_t) { scheduleReload(); });
+                          [this](const std::string&, std::uint32_t) {
+                              loopThread_.check();
+                              scheduleReload();
+                          });
     reloadConfigurations();
     inventory_->restoreSlots();
     if (kubeClient_) {
@@ -140,12 +149,14 @@ void Daemon::serve() {
     podResources_ = std::make_unique<plugin::PodResourcesClient>(
         loop_, settings_.podResourcesSocket, settings_.podResourcesInterval,
         [this](std::vector<PodDevice> held) {
+            loopThread_.check();
             if (!podResourcesError_.empty()) log.info() << "PodResources API answers again";
             podResourcesError_.clear();
             log.debug() << "PodResources: " << held.size() << " device(s) held by pods";
             reconcileWithKubelet(std::move(held));
         },
         [this](const std::string& message) {
+            loopThread_.check();
             // Held slots stay held while the kubelet cannot tell who holds them; without
             // PodResources no slot is ever released, so say so once per new problem.
             // With no kubelet at all nothing is held and nothing is wrong.
@@ -244,6 +255,7 @@ void Daemon::scheduleReload() {
     // Editors write in several steps (temp file, rename, chmod): settle first.
     reloadTimer_.expires_after(std::chrono::milliseconds(100));
     reloadTimer_.async_wait([this](boost::system::error_code ec) {
+        loopThread_.check();
         if (!ec) reloadConfigurations();
     });
 }
@@ -280,6 +292,7 @@ void Daemon::reloadConfigurations() {
     ChosenConfigurations chosen = chooseConfigurations(
         candidates,
         [this](const Configuration& c) {
+            loopThread_.check();
             auto it = running_.find(c.name);
             return it != running_.end() && it->second.sourceFile == c.sourceFile;
         },
@@ -363,16 +376,19 @@ Configuration Daemon::withReferencedProperties(const Configuration& configuratio
 // Discovery
 
 void Daemon::reportSnapshot(const std::string& configuration, std::vector<Instance> instances) {
+    loopThread_.check();
     inventory_->reportSnapshot(configuration, std::move(instances));
     armGraceTimer();
     updateStatus();
 }
 
 void Daemon::reportProbeError(const std::string& configuration, const std::string& message) {
+    loopThread_.check();
     inventory_->reportProbeError(configuration, message);
 }
 
 void Daemon::reportScan(const std::string& configuration, ScanReport scan) {
+    loopThread_.check();
     inventory_->reportScan(configuration, std::move(scan));
 }
 
@@ -383,6 +399,7 @@ void Daemon::armGraceTimer() {
     if (!next) return;
     graceTimer_.expires_at(*next);
     graceTimer_.async_wait([this](boost::system::error_code ec) {
+        loopThread_.check();
         if (!ec) armGraceTimer();
     });
 }
@@ -408,6 +425,7 @@ void Daemon::pingWatchdog() {
     sd_notify(0, "WATCHDOG=1");
     watchdogTimer_.expires_after(watchdogInterval_);
     watchdogTimer_.async_wait([this](boost::system::error_code ec) {
+        loopThread_.check();
         if (!ec) pingWatchdog();
     });
 }
@@ -469,11 +487,13 @@ bool Daemon::startCluster() {
         std::vector<kube::ApiClient*>{kubeClient_.get(), allocateClient_.get(), heartbeatClient_.get()},
         settings_.cluster.kubeconfig);
     tokenRenewal_->onStateChanged([this] {
+        loopThread_.check();
         if (inventory_) updateStatus();
     });
     // A Secret that changes restarts the probes of the configurations naming it.
     secrets_ = std::make_unique<kube::Secrets>(*kubeClient_);
     secrets_->onChanged([this] {
+        loopThread_.check();
         if (!stopping_ && inventory_) {
             restartProbes(accepted_);
             updateStatus();
@@ -493,6 +513,7 @@ void Daemon::startSlotLeases() {
     slotLeases_ = std::make_unique<kube::SlotLeases>(loop_, *kubeClient_, *allocateClient_, *heartbeatClient_,
                                                      *arbiter_, *inventory_, options);
     slotLeases_->onStateChanged([this] {
+        loopThread_.check();
         clusterStateChanged();
         // Who holds which shared slot decides where a shared instance's broker may go.
         if (brokers_ && brokers_->active()) brokers_->inventoryChanged();
@@ -508,7 +529,10 @@ void Daemon::startBrokers() {
     options.node = settings_.nodeName;
     options.pendingGrace = settings_.cluster.brokerPending;
     brokers_ = std::make_unique<kube::Brokers>(loop_, *kubeClient_, *inventory_, *arbiter_, options);
-    brokers_->onStateChanged([this] { clusterStateChanged(); });
+    brokers_->onStateChanged([this] {
+        loopThread_.check();
+        clusterStateChanged();
+    });
     brokers_->start();
 }
 
@@ -588,7 +612,7 @@ std::string Daemon::secretsSummary() const {
                    std::to_string(s.exists) + s.error + std::to_string(s.keys.size());
     }
     for (const auto& [configuration, problems] : referenceProblems_) {
-        for (const std::string& problem : problems) summary += "/" + configuration + problem;
+        for (const std::string& problem : problems) summary.append("/").append(configuration).append(problem);
     }
     return summary;
 }
@@ -611,6 +635,7 @@ Daemon::StatusKey Daemon::statusKey() const {
 }
 
 std::shared_ptr<const status::StatusSnapshot> Daemon::statusSnapshot() {
+    loopThread_.check();
     // The plugins first: while a change is on its way to them, the status server answers
     // from the snapshot before it, and renders the new one once the plugins have it. A
     // thousand instances take milliseconds to render, which the kubelet need not wait for.
@@ -723,7 +748,8 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
         }
         for (const auto& [configuration, problems] : referenceProblems_) {
             for (const std::string& problem : problems)
-                c.secretProblems.push_back("configuration " + configuration + ": " + problem);
+                c.secretProblems.push_back(
+                    std::string("configuration ").append(configuration).append(": ").append(problem));
         }
     }
 
@@ -777,6 +803,7 @@ std::shared_ptr<const status::StatusSnapshot> Daemon::buildStatusSnapshot() {
 }
 
 std::vector<status::StatusEvent> Daemon::recentEvents(std::size_t limit) {
+    loopThread_.check();
     std::vector<status::StatusEvent> events;
     if (!store_) return events;
     for (StoredEvent& e : store_->recentEvents(static_cast<int>(limit))) {

@@ -201,7 +201,8 @@ std::string describeRead(const StringRead& read) {
         separator = ", ";
     }
     line += "):";
-    for (const auto& [name, value] : read.answer.strings) line += " " + name + "=\"" + value + "\"";
+    for (const auto& [name, value] : read.answer.strings)
+        line.append(" ").append(name).append("=\"").append(value).append("\"");
     if (read.answer.strings.empty()) line += " nothing read";
     if (!read.answer.problems.empty()) {
         line += "; failed:";
@@ -408,6 +409,7 @@ int probeUsbCommand(const std::vector<std::string>& args, const HandlerRegistry&
 
     const StringReads reads = readMissingStrings(sets, seen);
     std::vector<SetReport> reports;
+    reports.reserve(sets.size());
     for (const RuleSet& set : sets) reports.push_back(report(set, seen, reads, options.all));
     if (options.json) {
         printJson(reports, seen.size());

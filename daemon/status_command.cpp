@@ -225,8 +225,13 @@ void printInstances(const json::object& doc) {
             ++held;
             const std::string pod = field(holder, "pod");
             const std::string ns = field(holder, "namespace");
-            holders += (holders.empty() ? "" : ", ") +
-                       (pod.empty() ? std::string("?") : (ns.empty() ? "" : ns + "/") + pod);
+            if (!holders.empty()) holders += ", ";
+            if (pod.empty()) {
+                holders += "?";
+            } else {
+                if (!ns.empty()) holders.append(ns).append("/");
+                holders += pod;
+            }
         }
         const std::string state = field(i, "deviceState");
         rows.push_back({field(i, "name"), field(i, "configuration"),

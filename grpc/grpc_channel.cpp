@@ -13,6 +13,7 @@
 
 #include "grpc/http2_transport.h"
 #include "runtime/log.h"
+#include "runtime/thread_bound.h"
 
 namespace devlet::rpc {
 
@@ -56,16 +57,18 @@ struct GrpcChannel::State : std::enable_shared_from_this<GrpcChannel::State> {
 
     boost::asio::io_context& loop;
     std::string path;
-    std::list<std::shared_ptr<Call>> calls;  // not yet answered
-    std::shared_ptr<ClientConnection> connection;
-    bool connecting = false;
+    ThreadBound loopThread;
+    std::list<std::shared_ptr<Call>> calls GUARDED_BY(loopThread);  // not yet answered
+    std::shared_ptr<ClientConnection> connection GUARDED_BY(loopThread);
+    bool connecting GUARDED_BY(loopThread) = false;
     boost::asio::steady_timer retry;
-    std::chrono::milliseconds backoff = kFirstRetry;
-    bool alive = true;
+    std::chrono::milliseconds backoff GUARDED_BY(loopThread) = kFirstRetry;
+    bool alive GUARDED_BY(loopThread) = true;
 
-    void connect();
-    void submitWaiting();
-    void finish(const std::shared_ptr<Call>& call, GrpcStatus status, std::string response = {});
+    void connect() REQUIRES(loopThread);
+    void submitWaiting() REQUIRES(loopThread);
+    void finish(const std::shared_ptr<Call>& call, GrpcStatus status, std::string response = {})
+        REQUIRES(loopThread);
 };
 
 // One connection to the server; its calls go back to the State when they end.
@@ -76,18 +79,22 @@ public:
         : Http2Transport(std::move(socket)), state_(std::move(state)) {}
 
     bool start();
-    void submit(const std::shared_ptr<Call>& call);
-    void cancel(const Call& call);
+    void submit(const std::shared_ptr<Call>& call) REQUIRES(loopThread_);
+    void cancel(const Call& call) REQUIRES(loopThread_);
     // Hangs up without reporting anything: the channel is going away.
-    void abandon();
+    void abandon() REQUIRES(loopThread_);
+
+    // The channel's loop thread: the connection lives there with it.
+    const ThreadBound& loopThread() const RETURN_CAPABILITY(loopThread_) { return loopThread_; }
 
 private:
     friend struct ClientCallbacks;
     void onClosed() override;
-    void complete(std::int32_t stream, std::uint32_t error);
+    void complete(std::int32_t stream, std::uint32_t error) REQUIRES(loopThread_);
 
+    ThreadBound loopThread_;
     std::weak_ptr<GrpcChannel::State> state_;
-    std::map<std::int32_t, std::shared_ptr<Call>> streams_;
+    std::map<std::int32_t, std::shared_ptr<Call>> streams_ GUARDED_BY(loopThread_);
 };
 
 struct ClientCallbacks {
@@ -95,7 +102,9 @@ struct ClientCallbacks {
         return static_cast<ClientConnection&>(*static_cast<Http2Transport*>(self));
     }
     static Call* callOf(void* self, std::int32_t stream) {
-        auto& streams = of(self).streams_;
+        ClientConnection& connection = of(self);
+        connection.loopThread_.check();
+        auto& streams = connection.streams_;
         auto it = streams.find(stream);
         return it == streams.end() ? nullptr : it->second.get();
     }
@@ -142,7 +151,9 @@ struct ClientCallbacks {
     }
 
     static int streamClose(nghttp2_session*, std::int32_t stream, std::uint32_t error, void* self) {
-        of(self).complete(stream, error);
+        ClientConnection& connection = of(self);
+        connection.loopThread_.check();
+        connection.complete(stream, error);
         return 0;
     }
 
@@ -154,7 +165,7 @@ struct ClientCallbacks {
             return 0;
         }
         const std::size_t n = std::min(length, call->request->size() - call->sent);
-        std::memcpy(buffer, call->request->data() + call->sent, n);
+        std::copy_n(call->request->data() + call->sent, n, buffer);
         call->sent += n;
         if (call->sent == call->request->size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
         return static_cast<ssize_t>(n);
@@ -207,7 +218,10 @@ void ClientConnection::submit(const std::shared_ptr<Call>& call) {
     const std::int32_t stream =
         nghttp2_submit_request(session_, nullptr, headers, std::size(headers), &body, nullptr);
     if (stream < 0) {
-        if (auto state = state_.lock()) state->finish(call, {GrpcCode::Internal, nghttp2_strerror(stream)});
+        if (auto state = state_.lock()) {
+            state->loopThread.check();
+            state->finish(call, {GrpcCode::Internal, nghttp2_strerror(stream)});
+        }
         return;
     }
     call->stream = stream;
@@ -230,6 +244,7 @@ void ClientConnection::complete(std::int32_t stream, std::uint32_t error) {
     streams_.erase(it);
     auto state = state_.lock();
     if (!state) return;
+    state->loopThread.check();
     if (call->sawStatus && call->status.code != GrpcCode::Ok) {
         state->finish(call, call->status);
     } else if (call->sawStatus) {
@@ -260,10 +275,12 @@ void ClientConnection::abandon() {
 }
 
 void ClientConnection::onClosed() {
+    loopThread_.check();
     auto state = state_.lock();
     auto streams = std::move(streams_);
     streams_.clear();
     if (!state) return;
+    state->loopThread.check();
     for (auto& [stream, call] : streams)
         state->finish(call, {GrpcCode::Unavailable, "connection to " + state->path + " closed"});
     // Calls made meanwhile go out on a new connection.
@@ -280,7 +297,9 @@ void GrpcChannel::State::connect() {
         boost::asio::local::stream_protocol::endpoint(path),
         [weak = weak_from_this(), socket](boost::system::error_code ec) {
             auto self = weak.lock();
-            if (!self || !self->alive) return;
+            if (!self) return;
+            self->loopThread.check();
+            if (!self->alive) return;
             self->connecting = false;
             if (!ec) {
                 auto connection = std::make_shared<ClientConnection>(std::move(*socket), weak);
@@ -308,14 +327,19 @@ void GrpcChannel::State::connect() {
             self->backoff = std::min(self->backoff * 2, std::chrono::milliseconds(kLastRetry));
             self->retry.async_wait([weak](boost::system::error_code waited) {
                 auto again = weak.lock();
-                if (!waited && again) again->connect();
+                if (waited || !again) return;
+                again->loopThread.check();
+                again->connect();
             });
         });
 }
 
 void GrpcChannel::State::submitWaiting() {
     for (const auto& call : std::list(calls)) {
-        if (call->stream == 0 && !call->done && connection && !connection->closed()) connection->submit(call);
+        if (call->stream == 0 && !call->done && connection && !connection->closed()) {
+            connection->loopThread().check();
+            connection->submit(call);
+        }
     }
 }
 
@@ -327,7 +351,9 @@ void GrpcChannel::State::finish(const std::shared_ptr<Call>& call, GrpcStatus st
     boost::asio::post(loop, [weak = weak_from_this(), reply = std::move(call->reply),
                              status = std::move(status), response = std::move(response)] {
         auto self = weak.lock();
-        if (self && self->alive) reply(status, response);
+        if (!self) return;
+        self->loopThread.check();
+        if (self->alive) reply(status, response);
     });
 }
 
@@ -352,7 +378,7 @@ const std::string& GrpcChannel::socketPath() const {
 }
 
 void GrpcChannel::call(std::string method, std::string_view request, CallOptions options, Reply reply) {
-    loopThread_.check();
+    state_->loopThread.check();
     auto call = std::make_shared<Call>();
     call->method = std::move(method);
     call->request = frameMessage(request);
@@ -363,12 +389,18 @@ void GrpcChannel::call(std::string method, std::string_view request, CallOptions
                                 weakCall = std::weak_ptr(call)](boost::system::error_code ec) {
         auto state = weak.lock();
         auto expired = weakCall.lock();
-        if (ec || !state || !expired || expired->done) return;
-        if (state->connection) state->connection->cancel(*expired);
+        if (ec || !state || !expired) return;
+        state->loopThread.check();
+        if (expired->done) return;
+        if (state->connection) {
+            state->connection->loopThread().check();
+            state->connection->cancel(*expired);
+        }
         state->finish(expired, {GrpcCode::DeadlineExceeded, "no answer from " + state->path + " in time"});
     });
     state_->calls.push_back(call);
     if (state_->connection && !state_->connection->closed()) {
+        state_->connection->loopThread().check();
         state_->connection->submit(call);
     } else {
         state_->connection.reset();

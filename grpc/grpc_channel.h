@@ -10,7 +10,6 @@
 #include <string>
 
 #include "grpc/grpc_wire.h"
-#include "runtime/thread_bound.h"
 
 namespace boost::asio {
 class io_context;
@@ -44,8 +43,7 @@ public:
     struct State;
 
 private:
-    std::shared_ptr<State> state_;
-    ThreadBound loopThread_;
+    std::shared_ptr<State> state_;  // with the loop thread's check
 };
 
 }  // namespace devlet::rpc

@@ -39,8 +39,10 @@ struct ServerCallbacks {
     }
 
     static int beginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* self) {
+        GrpcConnection& connection = of(self);
+        connection.loopThread_.check();
         if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
-            of(self).streams_.try_emplace(frame->hd.stream_id);
+            connection.streams_.try_emplace(frame->hd.stream_id);
         return 0;
     }
 
@@ -48,8 +50,10 @@ struct ServerCallbacks {
                       std::size_t nameLength, const std::uint8_t* value, std::size_t valueLength,
                       std::uint8_t, void* self) {
         if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-        auto it = of(self).streams_.find(frame->hd.stream_id);
-        if (it == of(self).streams_.end()) return 0;
+        GrpcConnection& connection = of(self);
+        connection.loopThread_.check();
+        auto it = connection.streams_.find(frame->hd.stream_id);
+        if (it == connection.streams_.end()) return 0;
         auto& stream = it->second;
         const std::string_view key(reinterpret_cast<const char*>(name), nameLength);
         const std::string_view text(reinterpret_cast<const char*>(value), valueLength);
@@ -68,8 +72,10 @@ struct ServerCallbacks {
 
     static int dataChunk(nghttp2_session*, std::uint8_t, std::int32_t id, const std::uint8_t* data,
                          std::size_t length, void* self) {
-        auto it = of(self).streams_.find(id);
-        if (it == of(self).streams_.end()) return 0;
+        GrpcConnection& connection = of(self);
+        connection.loopThread_.check();
+        auto it = connection.streams_.find(id);
+        if (it == connection.streams_.end()) return 0;
         auto& stream = it->second;
         if (stream.tooLarge) return 0;
         if (stream.request.size() + length > kMaxGrpcMessage + 5) {
@@ -84,13 +90,16 @@ struct ServerCallbacks {
     static int frame(nghttp2_session*, const nghttp2_frame* frame, void* self) {
         const bool requestEnds = (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
                                  (frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
-        if (requestEnds && of(self).streams_.count(frame->hd.stream_id))
-            of(self).requestComplete(frame->hd.stream_id);
+        GrpcConnection& connection = of(self);
+        connection.loopThread_.check();
+        if (requestEnds && connection.streams_.count(frame->hd.stream_id))
+            connection.requestComplete(frame->hd.stream_id);
         return 0;
     }
 
     static int streamClose(nghttp2_session*, std::int32_t id, std::uint32_t, void* self) {
         GrpcConnection& connection = of(self);
+        connection.loopThread_.check();
         auto it = connection.streams_.find(id);
         if (it == connection.streams_.end()) return 0;
         const bool dispatched = it->second.dispatched;
@@ -101,8 +110,10 @@ struct ServerCallbacks {
 
     static ssize_t readBody(nghttp2_session* session, std::int32_t id, std::uint8_t* buffer,
                             std::size_t length, std::uint32_t* flags, nghttp2_data_source*, void* self) {
-        auto it = of(self).streams_.find(id);
-        if (it == of(self).streams_.end()) {
+        GrpcConnection& connection = of(self);
+        connection.loopThread_.check();
+        auto it = connection.streams_.find(id);
+        if (it == connection.streams_.end()) {
             *flags |= NGHTTP2_DATA_FLAG_EOF;
             return 0;
         }
@@ -114,7 +125,7 @@ struct ServerCallbacks {
         std::size_t copied = 0;
         if (stream.current) {
             copied = std::min(length, stream.current->size() - stream.offset);
-            std::memcpy(buffer, stream.current->data() + stream.offset, copied);
+            std::copy_n(stream.current->data() + stream.offset, copied, buffer);
             stream.offset += copied;
             if (stream.offset == stream.current->size()) {
                 stream.current = std::move(stream.next);
@@ -225,6 +236,7 @@ void GrpcConnection::submitResponse(std::int32_t id, Stream& stream) {
 }
 
 bool GrpcConnection::awaiting(std::int32_t id) const {
+    loopThread_.check();
     auto it = streams_.find(id);
     return !closed() && it != streams_.end() && !it->second.responding;
 }
@@ -314,6 +326,7 @@ void GrpcConnection::close() {
 }
 
 void GrpcConnection::onClosed() {
+    loopThread_.check();
     Service* service = service_;
     service_ = nullptr;
     if (service) service->onDisconnected(*this);

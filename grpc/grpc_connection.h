@@ -74,14 +74,14 @@ private:
 
     friend struct ServerCallbacks;  // nghttp2's callbacks, in the .cpp
 
-    void requestComplete(std::int32_t stream);
-    void submitResponse(std::int32_t stream, Stream& state);
-    void resume(std::int32_t stream, Stream& state);
+    void requestComplete(std::int32_t stream) REQUIRES(loopThread_);
+    void submitResponse(std::int32_t stream, Stream& state) REQUIRES(loopThread_);
+    void resume(std::int32_t stream, Stream& state) REQUIRES(loopThread_);
     void onClosed() override;
 
-    Service* service_;
-    std::map<std::int32_t, Stream> streams_;
     ThreadBound loopThread_;
+    Service* service_ GUARDED_BY(loopThread_);
+    std::map<std::int32_t, Stream> streams_ GUARDED_BY(loopThread_);
 };
 
 }  // namespace devlet::rpc

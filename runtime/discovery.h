@@ -71,7 +71,9 @@ public:
     // A discovery pass ended: how long it took, what it saw but does not offer and why, and
     // what state the devices it offers are in. Optional: a probe that never calls it works
     // the same, and its configuration shows no explanations.
-    virtual void reportScan(const std::string& configuration, ScanReport scan) {
+    // By value, as the overriders keep it; the default ignores it.
+    virtual void reportScan(const std::string& configuration,
+                            ScanReport scan) {  // NOLINT(performance-unnecessary-value-param)
         (void)configuration;
         (void)scan;
     }

@@ -52,7 +52,7 @@ private:
     boost::asio::posix::stream_descriptor fd_;
     std::map<int, Watch> watches_;  // by handle
     int nextHandle_ = 1;
-    alignas(8) char buffer_[16384];
+    alignas(8) char buffer_[16384]{};
     ThreadBound loopThread_;
 };
 

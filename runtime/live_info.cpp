@@ -95,7 +95,7 @@ std::int64_t wallMs() {
 
 }  // namespace
 
-LiveInfoWriter::LiveInfoWriter(std::filesystem::path stateDir) : pods_(std::move(stateDir) / "pods") {}
+LiveInfoWriter::LiveInfoWriter(const std::filesystem::path& stateDir) : pods_(stateDir / "pods") {}
 
 fs::path LiveInfoWriter::directory(const std::string& allocation) const {
     return pods_ / allocation;

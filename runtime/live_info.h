@@ -50,7 +50,7 @@ public:
     static constexpr char kContainerFile[] = "/run/devlet/info/devices.json";
     static constexpr char kEnvironmentVariable[] = "DEVLET_INFO_FILE";
 
-    explicit LiveInfoWriter(std::filesystem::path stateDir);
+    explicit LiveInfoWriter(const std::filesystem::path& stateDir);
 
     // The host directory of an allocation.
     std::filesystem::path directory(const std::string& allocation) const;

@@ -4,6 +4,12 @@
 // name when another thread uses it. Bound at first use, not construction, because the
 // loop's objects are often built before the loop thread runs them. Without assertions
 // it is empty and its check compiles to nothing.
+//
+// For clang's -Wthread-safety it is a capability, "loop thread": members that only the loop
+// touches are GUARDED_BY(loopThread_), and check() asserts the capability, so a member
+// function that reaches them without checking first does not compile (thread_annotations.h).
+
+#include "runtime/thread_annotations.h"
 
 #ifndef NDEBUG
 #include <atomic>
@@ -14,16 +20,16 @@
 
 namespace devlet {
 
-class ThreadBound {
+class CAPABILITY("loop thread") ThreadBound {
 public:
 #ifdef NDEBUG
-    void check(const char* = nullptr, const char* = nullptr, unsigned = 0) const {}
+    void check(const char* = nullptr, const char* = nullptr, unsigned = 0) const ASSERT_CAPABILITY(this) {}
     void release() {}
 #else
     // The caller's place comes from the compiler's builtins (std::source_location needs a
     // newer clang than Debian's for its default argument).
     void check(const char* function = __builtin_FUNCTION(), const char* file = __builtin_FILE(),
-               unsigned line = __builtin_LINE()) const {
+               unsigned line = __builtin_LINE()) const ASSERT_CAPABILITY(this) {
         const std::thread::id self = std::this_thread::get_id();
         std::thread::id bound;  // no thread yet
         if (owner_.compare_exchange_strong(bound, self) || bound == self) return;

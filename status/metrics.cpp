@@ -121,6 +121,7 @@ std::string escapeLabelValue(std::string_view value) {
 ProcessStats readProcessStats() {
     ProcessStats p;
     const long ticks = ::sysconf(_SC_CLK_TCK);
+    const auto perSecond = static_cast<double>(ticks);
     const long page = ::sysconf(_SC_PAGESIZE);
     const std::string stat = readWhole("/proc/self/stat");
     // The command name may hold spaces and parentheses: fields start after the last ')'.
@@ -132,9 +133,9 @@ ProcessStats readProcessStats() {
         // rss 24.
         if (f.size() > 21) {
             try {
-                p.cpuSeconds = static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) / ticks;
+                p.cpuSeconds = static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) / perSecond;
                 p.threads = std::stoull(f[17]);
-                const double startedAfterBoot = static_cast<double>(std::stoull(f[19])) / ticks;
+                const double startedAfterBoot = static_cast<double>(std::stoull(f[19])) / perSecond;
                 p.virtualBytes = std::stoull(f[20]);
                 p.residentBytes = std::stoull(f[21]) * static_cast<std::uint64_t>(page);
                 std::istringstream procStat(readWhole("/proc/stat"));
@@ -205,8 +206,8 @@ std::string inventoryMetricsText(const StatusSnapshot& s) {
             e.family("devlet_cluster_token_expiry_seconds", "gauge",
                      "When the kubeconfig's ServiceAccount token expires, in Unix seconds (cluster mode, a "
                      "token that expires only); devlet renews it before.");
-            e.sample("devlet_cluster_token_expiry_seconds",
-                     static_cast<double>(s.cluster.token.expiresAtMs / 1000));
+            const std::int64_t expiresAt = s.cluster.token.expiresAtMs / 1000;  // whole seconds
+            e.sample("devlet_cluster_token_expiry_seconds", static_cast<double>(expiresAt));
         }
         e.family("devlet_cluster_token_renewals_total", "counter",
                  "Times the kubeconfig's token was renewed since start.");

@@ -27,6 +27,7 @@
 
 #include "runtime/listen_address.h"
 #include "runtime/log.h"
+#include "runtime/thread_bound.h"
 #include "status/metrics.h"
 #include "status/status_page.h"
 #include "status/status_report.h"
@@ -82,11 +83,12 @@ class Session;
 // fields marked "loop", which only the daemon's loop thread touches. Outlives the server
 // while handlers that hold it are still queued.
 struct ServerShared : std::enable_shared_from_this<ServerShared> {
+    ThreadBound loopThread;  // the daemon's loop: the fields marked "loop" are its alone
     // loop: the daemon's; null once stopped (set by stop(), on the loop too).
-    StatusSource* source = nullptr;
+    StatusSource* source GUARDED_BY(loopThread) = nullptr;
     // loop: the snapshot last handed to the server thread, and the events read with it.
-    std::shared_ptr<const StatusSnapshot> loopSnapshot;
-    std::shared_ptr<const std::vector<StatusEvent>> loopEvents;
+    std::shared_ptr<const StatusSnapshot> loopSnapshot GUARDED_BY(loopThread);
+    std::shared_ptr<const std::vector<StatusEvent>> loopEvents GUARDED_BY(loopThread);
 
     asio::io_context* loop = nullptr;
     asio::io_context* io = nullptr;  // the server's
@@ -119,6 +121,7 @@ struct ServerShared : std::enable_shared_from_this<ServerShared> {
         if (fetching) return;
         fetching = true;
         asio::post(*loop, [self = shared_from_this()] {
+            self->loopThread.check();
             if (!self->source) return;  // stopped: the server's context may be gone
             std::shared_ptr<const StatusSnapshot> snapshot;
             try {
@@ -149,8 +152,9 @@ struct ServerShared : std::enable_shared_from_this<ServerShared> {
         if (documents && documents->snapshot() == snapshot) return;
         events = recent;
         documents.emplace(snapshot, [recent](std::size_t limit) {
-            return std::vector<StatusEvent>(recent->begin(),
-                                            recent->begin() + std::min(limit, recent->size()));
+            return std::vector<StatusEvent>(
+                recent->begin(),
+                recent->begin() + static_cast<std::ptrdiff_t>(std::min(limit, recent->size())));
         });
         inventoryMetrics.reset();
     }
@@ -183,7 +187,7 @@ struct PartsBody {
         for (const auto& part : parts) n += part->size();
         return n;
     }
-    class writer {
+    class writer {  // NOLINT(readability-identifier-naming): the name Beast's BodyWriter needs
     public:
         using const_buffers_type = std::vector<asio::const_buffer>;
         template <bool isRequest, class Fields>
@@ -526,7 +530,7 @@ public:
           retry_(io_),
           streamTimer_(io_),
           work_(asio::make_work_guard(io_)) {
-        shared_->source = &source;
+        shared_->source = &source;  // before any handler of the server's can reach it
         shared_->loop = &loop;
         shared_->io = &io_;
         shared_->requestTimeout = options_.requestTimeout;
@@ -535,6 +539,9 @@ public:
     }
 
     ~Impl() { stop(); }
+
+    // The source and what the loop hands over belong to the daemon's loop thread.
+    void checkLoopThread() const ASSERT_CAPABILITY(shared_->loopThread) { shared_->loopThread.check(); }
 
     std::string start() {
         const auto parsed = parseListenAddress(options_.listen);
@@ -571,7 +578,7 @@ public:
     }
 
     // On the loop thread: after it, the source is not called again and the thread is gone.
-    void stop() {
+    void stop() REQUIRES(shared_->loopThread) {
         if (stopped_) return;
         stopped_ = true;
         shared_->source = nullptr;  // loop side: no snapshot goes to the server thread any more
@@ -729,12 +736,12 @@ StatusServer::~StatusServer() {
 }
 
 std::string StatusServer::start() {
-    loopThread_.check();
+    impl_->checkLoopThread();
     return impl_->start();
 }
 
 void StatusServer::stop() {
-    loopThread_.check();
+    impl_->checkLoopThread();
     impl_->stop();
 }
 

@@ -11,8 +11,6 @@
 #include <memory>
 #include <string>
 
-#include "runtime/thread_bound.h"
-
 namespace boost::asio {
 class io_context;
 }
@@ -56,8 +54,7 @@ public:
 
 private:
     class Impl;
-    std::unique_ptr<Impl> impl_;
-    ThreadBound loopThread_;
+    std::unique_ptr<Impl> impl_;  // with the loop thread's check for start() and stop()
 };
 
 // Where the bearer token is looked for: $CREDENTIALS_DIRECTORY/status-token when systemd

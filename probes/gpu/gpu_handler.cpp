@@ -96,7 +96,7 @@ public:
     }
 
 private:
-    void rescan() {
+    void rescan() REQUIRES(loopThread_) {
         if (!running_) return;
         std::string monitorError;
         if (!events_.isOpen()) {
@@ -104,11 +104,16 @@ private:
             monitorError = events_.open({"drm", "pci"});
             // Armed before the scan: events during it queue up on the socket.
             if (monitorError.empty()) {
-                events_.watch([this](std::vector<udev::UdevDeviceHandle> devices) { onEvents(devices); },
-                              [this](const std::string& message) {
-                                  fail("hotplug events stopped (" + message + ")");
-                                  scheduleRescan();
-                              });
+                events_.watch(
+                    [this](const std::vector<udev::UdevDeviceHandle>& devices) {
+                        loopThread_.check();
+                        onEvents(devices);
+                    },
+                    [this](const std::string& message) {
+                        loopThread_.check();
+                        fail("hotplug events stopped (" + message + ")");
+                        scheduleRescan();
+                    });
             }
         }
         if (!scan()) {
@@ -126,7 +131,7 @@ private:
     }
 
     // A full sysfs pass; reports the snapshot if it changed. False when sysfs is unreadable.
-    bool scan() {
+    bool scan() REQUIRES(loopThread_) {
         if (!running_) return false;
         const auto started = std::chrono::steady_clock::now();
         std::vector<GpuObservation> observations;
@@ -145,7 +150,7 @@ private:
         return true;
     }
 
-    void onEvents(const std::vector<udev::UdevDeviceHandle>& devices) {
+    void onEvents(const std::vector<udev::UdevDeviceHandle>& devices) REQUIRES(loopThread_) {
         if (!running_) return;
         std::vector<GpuUevent> events;
         events.reserve(devices.size());
@@ -165,7 +170,7 @@ private:
 
     // Re-reads the cards at or below `devices` (those kept and those sysfs shows there
     // now) and their SR-IOV relatives, then reports the snapshot if it changed.
-    void reread(const std::vector<std::string>& devices) {
+    void reread(const std::vector<std::string>& devices) REQUIRES(loopThread_) {
         const auto started = std::chrono::steady_clock::now();
         std::set<std::string, CardOrder> cards = cards_.cardsAt(devices);
         for (const std::string& devpath : devices) {
@@ -178,6 +183,7 @@ private:
         // the PF is offered: the relatives of what was and what is are read too.
         std::set<std::string, CardOrder> relatives;
         auto addRelatives = [&](const GpuObservation& gpu) {
+            loopThread_.check();  // a lambda is a function of its own to the analysis
             for (const std::string& card : cards_.relativesOf(gpu)) {
                 if (!cards.contains(card)) relatives.insert(card);
             }
@@ -194,7 +200,7 @@ private:
         publish(started);
     }
 
-    void noteProblems(const std::vector<GpuScanProblem>& problems) {
+    void noteProblems(const std::vector<GpuScanProblem>& problems) REQUIRES(loopThread_) {
         for (const GpuScanProblem& problem : problems) {
             log.debug() << configuration_ << ": " << problem.card << " skipped: " << problem.message;
             unreadable_[problem.card] = problem.message;
@@ -203,7 +209,7 @@ private:
 
     // Judges every kept card; reports the snapshot if it changed, and the pass that
     // began at `started` with everything it does not offer.
-    void publish(std::chrono::steady_clock::time_point started) {
+    void publish(std::chrono::steady_clock::time_point started) REQUIRES(loopThread_) {
         ScanReport report;
         for (const auto& [card, message] : unreadable_)
             report.excluded.push_back({card, "cannot be read: " + message, 1});
@@ -238,7 +244,7 @@ private:
     }
 
     // Node labels through Node Feature Discovery, where it is installed.
-    void updateFeatures(const std::vector<Instance>& instances) {
+    void updateFeatures(const std::vector<Instance>& instances) REQUIRES(loopThread_) {
         if (roots_.nfdFeatureDir.empty()) return;
         std::error_code ignored;
         if (!std::filesystem::is_directory(roots_.nfdFeatureDir, ignored)) return;
@@ -251,22 +257,23 @@ private:
         wroteFeatures_ = true;
     }
 
-    void scheduleRescan() {
+    void scheduleRescan() REQUIRES(loopThread_) {
         if (!running_) return;
         rescanTimer_.expires_after(details_.rescanInterval);
         rescanTimer_.async_wait(lifetime_.guard([this](const boost::system::error_code& error) {
+            loopThread_.check();
             if (error) return;
             rescan();
         }));
     }
 
-    void fail(const std::string& message) {
+    void fail(const std::string& message) REQUIRES(loopThread_) {
         if (failure_ != message) log.error() << configuration_ << ": " << message;
         failure_ = message;
         sink_.reportProbeError(configuration_, message);
     }
 
-    void recovered() {
+    void recovered() REQUIRES(loopThread_) {
         if (failure_.empty()) return;
         failure_.clear();
         log.info() << configuration_ << ": GPU discovery works again";
@@ -277,19 +284,21 @@ private:
     GpuDetails details_;
     SysfsRoots roots_;
     ProbeSink& sink_;
-    GpuCards cards_;        // every card as last read
-    bool scanned_ = false;  // cards_ holds a full pass (events may re-read parts of it)
-    std::map<std::string, std::string, CardOrder> unreadable_;  // card -> why it cannot be read
-    std::optional<std::vector<Instance>> reported_;
-    std::map<std::string, std::string> excluded_;  // PCI address -> why not offered
-    std::string failure_;
-    bool wroteFeatures_ = false;
-    bool running_ = false;
-    Lifetime lifetime_;  // renewed by start(), ended by stop()
+    GpuCards cards_ GUARDED_BY(loopThread_);  // every card as last read
+    // cards_ holds a full pass (events may re-read parts of it)
+    bool scanned_ GUARDED_BY(loopThread_) = false;
+    // card -> why it cannot be read
+    std::map<std::string, std::string, CardOrder> unreadable_ GUARDED_BY(loopThread_);
+    std::optional<std::vector<Instance>> reported_ GUARDED_BY(loopThread_);
+    std::map<std::string, std::string> excluded_ GUARDED_BY(loopThread_);  // PCI address -> why not offered
+    std::string failure_ GUARDED_BY(loopThread_);
+    bool wroteFeatures_ GUARDED_BY(loopThread_) = false;
+    bool running_ GUARDED_BY(loopThread_) = false;
+    Lifetime lifetime_ GUARDED_BY(loopThread_);  // renewed by start(), ended by stop()
     ThreadBound loopThread_;
     // Declared after the state their callbacks touch, so they are destroyed first.
-    udev::UdevMonitor events_;
-    boost::asio::steady_timer rescanTimer_;
+    udev::UdevMonitor events_ GUARDED_BY(loopThread_);
+    boost::asio::steady_timer rescanTimer_ GUARDED_BY(loopThread_);
 };
 
 }  // namespace

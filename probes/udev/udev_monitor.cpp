@@ -102,6 +102,7 @@ void UdevMonitor::arm() {
     if (!monitor_) return;
     descriptor_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
                            lifetime_.guard([this](const boost::system::error_code& error) {
+                               loopThread_.check();
                                if (error == boost::asio::error::operation_aborted) return;
                                if (error) {
                                    const std::string message =

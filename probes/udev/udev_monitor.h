@@ -46,7 +46,10 @@ public:
     // given); they queue on the socket until watch(). Returns an error message, empty on
     // success.
     std::string open(const std::vector<std::string>& subsystems = {});
-    bool isOpen() const { return monitor_ != nullptr; }
+    bool isOpen() const {
+        loopThread_.check();
+        return monitor_ != nullptr;
+    }
 
     // Waits for events; the callbacks run on the loop.
     void watch(DevicesCallback onDevices, ErrorCallback onError);
@@ -55,17 +58,17 @@ public:
     void close();
 
 private:
-    void arm();
-    void read();
+    void arm() REQUIRES(loopThread_);
+    void read() REQUIRES(loopThread_);
 
     Log log_;
-    UdevHandle udev_;
-    UdevMonitorHandle monitor_;
+    UdevHandle udev_ GUARDED_BY(loopThread_);
+    UdevMonitorHandle monitor_ GUARDED_BY(loopThread_);
     // A dup of the monitor's socket: asio owns and closes its own descriptor.
-    boost::asio::posix::stream_descriptor descriptor_;
-    DevicesCallback onDevices_;
-    ErrorCallback onError_;
-    Lifetime lifetime_;  // renewed by open(), ended by close()
+    boost::asio::posix::stream_descriptor descriptor_ GUARDED_BY(loopThread_);
+    DevicesCallback onDevices_ GUARDED_BY(loopThread_);
+    ErrorCallback onError_ GUARDED_BY(loopThread_);
+    Lifetime lifetime_ GUARDED_BY(loopThread_);  // renewed by open(), ended by close()
     ThreadBound loopThread_;
 };
 

@@ -323,7 +323,8 @@ std::vector<Instance> classifyUdev(const std::vector<UdevObservation>& seen, con
                 std::count_if(group.begin(), group.end(), [](const Member& m) { return !m.devnode.empty(); });
             const bool indexed = details.groupRecursive || devnodes > 1;
             instances.push_back(
-                instanceOf(function.empty() ? device : device + ":" + function, group, indexed, details));
+                instanceOf(function.empty() ? device : std::string(device).append(":").append(function),
+                           group, indexed, details));
         }
     }
 

@@ -47,6 +47,7 @@ public:
           reader_(
               loop,
               [this](const UsbStringRequest& request, UsbStrings strings) {
+                  loopThread_.check();
                   answered(request, std::move(strings));
               },
               std::move(read)) {}
@@ -78,7 +79,7 @@ public:
 
 private:
     // Opens the monitor when it is not (first start, or after it broke), then reads everything.
-    void rescan() {
+    void rescan() REQUIRES(loopThread_) {
         if (!running_) return;
         if (!source_.isOpen()) {
             if (std::string error = source_.open(details_.hotplugEvents); !error.empty()) {
@@ -87,8 +88,15 @@ private:
             }
             // Armed before enumerating: events during the scan queue up on the socket.
             if (details_.hotplugEvents) {
-                source_.watch([this](std::vector<UdevEvent> events) { apply(std::move(events)); },
-                              [this](const std::string& message) { fail(message); });
+                source_.watch(
+                    [this](std::vector<UdevEvent> events) {
+                        loopThread_.check();
+                        apply(std::move(events));
+                    },
+                    [this](const std::string& message) {
+                        loopThread_.check();
+                        fail(message);
+                    });
             }
         }
         const auto started = std::chrono::steady_clock::now();
@@ -121,7 +129,7 @@ private:
         scheduleRescan();
     }
 
-    void apply(std::vector<UdevEvent> events) {
+    void apply(std::vector<UdevEvent> events) REQUIRES(loopThread_) {
         if (!running_) return;
         for (UdevEvent& event : events) {
             if (event.action == "remove") {
@@ -142,7 +150,7 @@ private:
     }
 
     // A libusb read answered (on the loop thread, posted by the reader).
-    void answered(const UsbStringRequest& request, UsbStrings strings) {
+    void answered(const UsbStringRequest& request, UsbStrings strings) REQUIRES(loopThread_) {
         if (!running_) return;
         for (const std::string& problem : strings.problems) {
             log.debug() << configuration_ << ": " << request.devpath << ": " << problem;
@@ -151,13 +159,14 @@ private:
     }
 
     // Reads that ran out of time: their devices are offered with what sysfs has.
-    void armHoldTimer() {
+    void armHoldTimer() REQUIRES(loopThread_) {
         const std::optional<UsbStringCache::Clock::time_point> expiry = strings_.nextExpiry();
         if (!expiry || (holdArmed_ && holdAt_ <= *expiry)) return;
         holdArmed_ = true;
         holdAt_ = *expiry;
         holdTimer_.expires_at(*expiry);
         holdTimer_.async_wait(lifetime_.guard([this](const boost::system::error_code& error) {
+            loopThread_.check();
             if (error) return;
             holdArmed_ = false;
             if (strings_.expire(UsbStringCache::Clock::now())) {
@@ -171,7 +180,7 @@ private:
 
     // Classifies the matching devices, except those whose libusb read is still in flight
     // (they follow when it answers), and reports the snapshot if it changed.
-    void report() {
+    void report() REQUIRES(loopThread_) {
         std::vector<UdevObservation> seen;
         seen.reserve(observations_.size());
         const auto now = UsbStringCache::Clock::now();
@@ -196,17 +205,18 @@ private:
         sink_.reportSnapshot(configuration_, std::move(instances));
     }
 
-    void scheduleRescan() {
+    void scheduleRescan() REQUIRES(loopThread_) {
         if (!running_) return;
         rescanTimer_.expires_after(details_.rescanInterval);
         // A wait that completed just before stop() still runs; the token says whether to act.
         rescanTimer_.async_wait(lifetime_.guard([this](const boost::system::error_code& error) {
+            loopThread_.check();
             if (error) return;
             rescan();
         }));
     }
 
-    void fail(const std::string& message) {
+    void fail(const std::string& message) REQUIRES(loopThread_) {
         log.error() << configuration_ << ": " << message << "; retrying in "
                     << details_.rescanInterval.count() << " s";
         failed_ = true;
@@ -214,7 +224,7 @@ private:
         scheduleRescan();
     }
 
-    void recovered() {
+    void recovered() REQUIRES(loopThread_) {
         if (!failed_) return;
         failed_ = false;
         log.info() << configuration_ << ": udev discovery works again";
@@ -225,18 +235,19 @@ private:
     UdevDetails details_;
     ProbeSink& sink_;
     // Declared after the state its callbacks touch, so it is destroyed (and cancelled) first.
-    std::map<std::string, UdevObservation> observations_;  // matching devices by devpath
-    std::optional<std::vector<Instance>> reported_;
+    std::map<std::string, UdevObservation> observations_
+        GUARDED_BY(loopThread_);  // matching devices by devpath
+    std::optional<std::vector<Instance>> reported_ GUARDED_BY(loopThread_);
     // libusb's answers by USB device and device number: a re-enumerated device is read again.
-    UsbStringCache strings_;
-    bool running_ = false;
-    bool holdArmed_ = false;
-    UsbStringCache::Clock::time_point holdAt_{};
-    bool failed_ = false;
-    Lifetime lifetime_;  // renewed by start(), ended by stop()
-    UdevSource source_;
-    boost::asio::steady_timer rescanTimer_;
-    boost::asio::steady_timer holdTimer_;
+    UsbStringCache strings_ GUARDED_BY(loopThread_);
+    bool running_ GUARDED_BY(loopThread_) = false;
+    bool holdArmed_ GUARDED_BY(loopThread_) = false;
+    UsbStringCache::Clock::time_point holdAt_ GUARDED_BY(loopThread_){};
+    bool failed_ GUARDED_BY(loopThread_) = false;
+    Lifetime lifetime_ GUARDED_BY(loopThread_);  // renewed by start(), ended by stop()
+    UdevSource source_ GUARDED_BY(loopThread_);
+    boost::asio::steady_timer rescanTimer_ GUARDED_BY(loopThread_);
+    boost::asio::steady_timer holdTimer_ GUARDED_BY(loopThread_);
     ThreadBound loopThread_;
     // Declared last: stopped first, so no answer reaches the state above once it is going.
     UsbStringReader reader_;

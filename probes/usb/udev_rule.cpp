@@ -132,7 +132,7 @@ std::optional<UdevPattern::Alternative> UdevPattern::compile(std::string_view te
         } else {
             element.literal = c;
         }
-        pattern.push_back(std::move(element));
+        pattern.push_back(element);  // trivially copyable
     }
     return pattern;
 }
@@ -266,6 +266,7 @@ const KeyInfo& infoOf(UdevKey key) {
 
 std::vector<std::string> supportedKeyNames() {
     std::vector<std::string> names;
+    names.reserve(std::size(kKeys));
     for (const KeyInfo& k : kKeys) names.emplace_back(k.name);
     return names;
 }
@@ -428,8 +429,10 @@ std::optional<UdevRule> UdevRule::parse(std::string_view text, std::size_t index
         filter.key = known->key;
         if (known->takesName) {
             if (!name || name->empty()) {
-                return fail(keyAt, key + " needs a name in braces, as in " + key +
-                                       (filter.key == UdevKey::Env ? "{ID_SERIAL}" : "{idVendor}"));
+                return fail(keyAt, std::string(key)
+                                       .append(" needs a name in braces, as in ")
+                                       .append(key)
+                                       .append(filter.key == UdevKey::Env ? "{ID_SERIAL}" : "{idVendor}"));
             }
             if (filter.key != UdevKey::Env && name->front() == '[') {
                 return fail(keyAt, "the " + key + "{[subsystem/sysname]attribute} form is not supported");
@@ -463,7 +466,7 @@ std::optional<UdevRule> UdevRule::parse(std::string_view text, std::size_t index
                                      "\"...\" values are not supported; write a plain "
                                      "\"...\" value");
             }
-            return fail(pos, "expected a value in double quotes after " + key + op);
+            return fail(pos, std::string("expected a value in double quotes after ").append(key).append(op));
         }
         const std::size_t openAt = pos++;
         std::string value;

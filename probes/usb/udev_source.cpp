@@ -241,7 +241,8 @@ std::string UdevSource::enumerate(std::vector<UdevObservation>& observations) {
 void UdevSource::watch(EventsCallback onEvents, ErrorCallback onError) {
     loopThread_.check();
     monitor_.watch(
-        [this, onEvents = std::move(onEvents)](std::vector<udev::UdevDeviceHandle> devices) {
+        [this, onEvents = std::move(onEvents)](const std::vector<udev::UdevDeviceHandle>& devices) {
+            loopThread_.check();
             std::vector<UdevEvent> events;
             events.reserve(devices.size());
             for (const udev::UdevDeviceHandle& device : devices) {
@@ -256,6 +257,7 @@ void UdevSource::watch(EventsCallback onEvents, ErrorCallback onError) {
         },
         // The whole source closes with its monitor, so that the next open() arms a new one.
         [this, onError = std::move(onError)](const std::string& message) {
+            loopThread_.check();
             udev_.reset();
             onError(message);
         });

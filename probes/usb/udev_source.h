@@ -49,7 +49,10 @@ public:
     // following enumerate() are queued, not missed; without `withMonitor` only libudev (for
     // enumerate()). Returns an error message, empty on success.
     std::string open(bool withMonitor = true);
-    bool isOpen() const { return udev_ != nullptr; }
+    bool isOpen() const {
+        loopThread_.check();
+        return udev_ != nullptr;
+    }
 
     // Reads every device sysfs has now (and every parent afresh). Returns an error message,
     // empty on success.
@@ -62,15 +65,15 @@ public:
     void close();
 
 private:
-    UdevObservation readObservation(udev_device* device);
+    UdevObservation readObservation(udev_device* device) REQUIRES(loopThread_);
 
     const std::vector<UdevRule>* rules_;
-    std::set<std::string> parentAttributeNames_;  // ATTRS{} names and the classifier's USB ones
-    std::set<std::string> propertyNames_;         // ENV{} names
-    udev::UdevHandle udev_;                       // for enumerate(); the monitor holds its own
+    std::set<std::string> parentAttributeNames_;     // ATTRS{} names and the classifier's USB ones
+    std::set<std::string> propertyNames_;            // ENV{} names
+    udev::UdevHandle udev_ GUARDED_BY(loopThread_);  // for enumerate(); the monitor holds its own
     // Parents read by the last scan or since, for the devices events bring.
-    UdevParentCache parents_;
-    udev::UdevMonitor monitor_;
+    UdevParentCache parents_ GUARDED_BY(loopThread_);
+    udev::UdevMonitor monitor_ GUARDED_BY(loopThread_);
     ThreadBound loopThread_;
 };
 

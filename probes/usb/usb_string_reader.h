@@ -62,7 +62,7 @@ private:
     boost::asio::io_context& loop_;
     AnswerCallback onAnswer_;
     ReadFunction read_;
-    std::shared_ptr<Worker> worker_;  // the running worker's, null while none runs
+    std::shared_ptr<Worker> worker_ GUARDED_BY(loopThread_);  // the running worker's, null while none runs
     ThreadBound loopThread_;
 };
 
