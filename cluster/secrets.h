@@ -41,6 +41,7 @@ public:
         bool exists = false;  // as of the last list or event
         std::string error;    // the last failed list or watch, e.g. "403 Forbidden: …"
         std::vector<std::string> keys;
+        bool operator==(const State&) const = default;
     };
 
     explicit Secrets(ApiClient& client);

@@ -40,6 +40,7 @@ public:
         std::uint64_t failures = 0;      // failed tries since start
         std::string
             lastError;  // why the last try failed (or the kubeconfig was not written); never the token
+        bool operator==(const State&) const = default;
     };
 
     // `sender` sends the TokenRequest; `users` (the sender too) get the new token.

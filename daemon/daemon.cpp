@@ -573,48 +573,37 @@ std::string Daemon::clusterProblem() const {
     return problem;
 }
 
-std::string Daemon::tokenSummary() const {
-    if (!tokenRenewal_) return "";
-    const kube::TokenRenewal::State& t = tokenRenewal_->state();
-    return "/" + std::to_string(static_cast<int>(t.kind)) + "/" + std::to_string(t.expiresAt) + "/" +
-           std::to_string(t.nextRenewalAt) + "/" + std::to_string(t.lastRenewalAt) + "/" +
-           std::to_string(t.renewals) + "/" + std::to_string(t.failures) + t.lastError;
-}
-
-std::string Daemon::brokersSummary() const {
-    if (!brokers_) return "";
-    const kube::Brokers::State& state = brokers_->state();
-    std::string summary = "/" + state.lastError + "/" + state.ownerProblem + "/" +
-                          std::to_string(state.recreatedPending) + "/" + std::to_string(state.recreatedEnded);
-    for (const kube::Brokers::Broker& b : brokers_->brokers())
-        summary += "/" + b.pod + ":" + b.phase + ":" + b.reason + ":" + b.instance + ":" +
-                   std::to_string(b.recreations);
-    return summary;
-}
-
-std::string Daemon::clusterSummary() const {
-    if (!slotLeases_ || !slotLeases_->watch()) return "";
-    const kube::Informer::State& state = *slotLeases_->watch();
+Daemon::ClusterKey Daemon::clusterKey() const {
+    ClusterKey key;
+    if (!slotLeases_ || !slotLeases_->watch()) return key;
+    const kube::Informer::State& watch = *slotLeases_->watch();
     const kube::SlotLeases::State& leases = slotLeases_->state();
-    return std::to_string(clusterReachable_) + std::to_string(state.watchCurrent) + state.lastError + "/" +
-           std::to_string(leases.held) + "/" + std::to_string(leases.seen) + "/" +
-           std::to_string(leases.elsewhere) + "/" + std::to_string(leases.taken) + "/" +
-           std::to_string(leases.refused) + leases.lastError + "/" + std::to_string(leases.confirmed) + "/" +
-           std::to_string(leases.lastConfirmedMs) + "/" + std::to_string(leases.unconfirmed) + "/" +
-           std::to_string(leases.watchRelists) + brokersSummary() + secretsSummary() + tokenSummary();
-}
-
-std::string Daemon::secretsSummary() const {
-    if (!secrets_) return "";
-    std::string summary;
-    for (const kube::Secrets::State& s : secrets_->states()) {
-        summary += "/" + s.name.first + "/" + s.name.second + std::to_string(s.read) +
-                   std::to_string(s.exists) + s.error + std::to_string(s.keys.size());
+    key.active = true;
+    key.reachable = clusterReachable_;
+    key.watchCurrent = watch.watchCurrent;
+    key.watchError = watch.lastError;
+    key.held = leases.held;
+    key.seen = leases.seen;
+    key.elsewhere = leases.elsewhere;
+    key.taken = leases.taken;
+    key.refused = leases.refused;
+    key.leasesError = leases.lastError;
+    key.confirmed = leases.confirmed;
+    key.lastConfirmedMs = leases.lastConfirmedMs;
+    key.unconfirmed = leases.unconfirmed;
+    key.watchRelists = leases.watchRelists;
+    if (brokers_) {
+        const kube::Brokers::State& brokers = brokers_->state();
+        key.brokersError = brokers.lastError;
+        key.ownerProblem = brokers.ownerProblem;
+        key.recreatedPending = brokers.recreatedPending;
+        key.recreatedEnded = brokers.recreatedEnded;
+        key.brokerPods = brokers_->brokers();
     }
-    for (const auto& [configuration, problems] : referenceProblems_) {
-        for (const std::string& problem : problems) summary.append("/").append(configuration).append(problem);
-    }
-    return summary;
+    if (secrets_) key.secrets = secrets_->states();
+    key.referenceProblems = referenceProblems_;
+    if (tokenRenewal_) key.token = tokenRenewal_->state();
+    return key;
 }
 
 // ---------------------------------------------------------------------------
@@ -630,7 +619,7 @@ Daemon::StatusKey Daemon::statusKey() const {
             host_.registrations(),
             host_.registrationFailures(),
             podResourcesError_,
-            clusterSummary(),
+            clusterKey(),
             ready_};
 }
 

@@ -68,12 +68,38 @@ private:
     // Cluster mode: Akri's broker Pods, Jobs and Services for the instances offered here.
     void startBrokers() REQUIRES(loopThread_);
     void clusterStateChanged() REQUIRES(loopThread_);
-    std::string clusterSummary() const REQUIRES(loopThread_);
-    std::string brokersSummary() const REQUIRES(loopThread_);
+    // What the status page shows of cluster mode, compared field by field: the status
+    // snapshot is made again when it changes. Counters that move with every renewal or
+    // watch event (resource versions, renewals) are left out: the page is not redrawn
+    // for them.
+    struct ClusterKey {
+        bool active = false;  // the slot Leases are watched
+        bool reachable = false;
+        bool watchCurrent = false;
+        std::string watchError;
+        std::size_t held = 0;
+        std::size_t seen = 0;
+        std::size_t elsewhere = 0;
+        std::uint64_t taken = 0;
+        std::uint64_t refused = 0;
+        std::string leasesError;
+        bool confirmed = false;
+        std::int64_t lastConfirmedMs = 0;
+        std::size_t unconfirmed = 0;
+        std::uint64_t watchRelists = 0;
+        std::string brokersError;
+        std::string ownerProblem;
+        std::uint64_t recreatedPending = 0;
+        std::uint64_t recreatedEnded = 0;
+        std::vector<kube::Brokers::Broker> brokerPods;
+        std::vector<kube::Secrets::State> secrets;
+        std::map<std::string, std::vector<std::string>> referenceProblems;
+        std::optional<kube::TokenRenewal::State> token;
+        bool operator==(const ClusterKey&) const = default;
+    };
+    ClusterKey clusterKey() const REQUIRES(loopThread_);
     // Why the cluster API counts as unreachable now; empty when it answers.
     std::string clusterProblem() const REQUIRES(loopThread_);
-    std::string secretsSummary() const REQUIRES(loopThread_);
-    std::string tokenSummary() const REQUIRES(loopThread_);
     void reloadConfigurations() REQUIRES(loopThread_);
     void scheduleReload() REQUIRES(loopThread_);
     void restartProbes(const std::vector<Configuration>& configurations) REQUIRES(loopThread_);
@@ -94,7 +120,7 @@ private:
         std::uint64_t registrations = 0;
         std::uint64_t registrationFailures = 0;
         std::string podResourcesError;
-        std::string cluster;
+        ClusterKey cluster;
         bool ready = false;
         bool operator==(const StatusKey&) const = default;
     };
