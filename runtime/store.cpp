@@ -129,39 +129,11 @@ struct DatabaseCloser {
 };
 using DatabaseHandle = std::unique_ptr<sqlite3, DatabaseCloser>;
 
-StoreError storeError(int sqliteCode) {
-    switch (sqliteCode & 0xff) {
-        case SQLITE_BUSY:
-        case SQLITE_LOCKED: return StoreError::Busy;
-        case SQLITE_FULL: return StoreError::Full;
-        case SQLITE_READONLY: return StoreError::ReadOnly;
-        case SQLITE_CORRUPT:
-        case SQLITE_NOTADB: return StoreError::Corrupt;
-        default: return StoreError::Io;
-    }
-}
-
 Outcome failure(sqlite3* db, std::string_view what) {
-    return Outcome::failure(storeError(sqlite3_extended_errcode(db)),
+    return Outcome::failure(storeErrorOf(sqlite3_extended_errcode(db)),
                             "state store: " + std::string(what) + " failed: " + sqlite3_errmsg(db));
 }
 
-class StoreCategory : public std::error_category {
-public:
-    const char* name() const noexcept override { return "devlet.store"; }
-    std::string message(int value) const override {
-        switch (static_cast<StoreError>(value)) {
-            case StoreError::Io: return "io";
-            case StoreError::ReadOnly: return "read-only";
-            case StoreError::Busy: return "busy";
-            case StoreError::Full: return "full";
-            case StoreError::Corrupt: return "corrupt";
-            case StoreError::TooNew: return "too-new";
-            case StoreError::HeldThroughOther: return "held-through-other";
-        }
-        return "store";
-    }
-};
 
 std::string hex32(std::int64_t value) {
     char text[16];
@@ -519,11 +491,6 @@ Outcome migrate(sqlite3* db, const std::string& path) {
 }
 
 }  // namespace
-
-const std::error_category& storeCategory() {
-    static const StoreCategory category;
-    return category;
-}
 
 std::unique_ptr<Store> Store::open(const std::string& stateDir, std::string& error) {
     Outcome why = Outcome::ok();

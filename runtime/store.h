@@ -70,6 +70,8 @@ enum class StoreError {
 };
 const std::error_category& storeCategory();
 inline std::error_code make_error_code(StoreError e) { return {static_cast<int>(e), storeCategory()}; }
+// SQLite's result code (primary or extended) as a StoreError.
+StoreError storeErrorOf(int sqliteCode);
 
 class Store {
 public:
