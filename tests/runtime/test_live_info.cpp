@@ -115,6 +115,7 @@ protected:
         inventory_->reportSnapshot("echo", {echoDevice("foo0"), echoDevice("foo1")});
     }
     void TearDown() override {
+        arbiter_.reset();
         inventory_.reset();
         store_.reset();
         ::umask(previousUmask_);
@@ -132,12 +133,14 @@ protected:
         store_ = Store::open(stateDir().string(), StoreOptions{}, why);
         ASSERT_NE(store_, nullptr) << why.error();
         Inventory::Clock clock{[this] { return steadyNow_; }, [this] { return wallMs_; }};
+        arbiter_.reset();  // it decides for the inventory it was made with: gone before it
         inventory_ = std::make_unique<Inventory>(kNode, kDomain, store_.get(), observer_, clock);
         arbiter_ = std::make_unique<SlotArbiter>(*inventory_);
         inventory_->setLiveInfoDirectory(stateDir().string());
     }
 
     void restart() {
+        arbiter_.reset();
         inventory_.reset();
         store_.reset();
         open();
