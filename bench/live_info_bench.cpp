@@ -20,8 +20,8 @@
 #include "runtime/log.h"
 #include "runtime/naming.h"
 #include "runtime/store.h"
-#include "tests/support/temp_dir.h"
 #include "tests/support/decide_now.h"
+#include "tests/support/temp_dir.h"
 
 namespace devlet::bench {
 namespace {

@@ -37,8 +37,8 @@ ApiClient::Impl::Impl(net::io_context& loop, Kubeconfig kubeconfig, ClientOption
 std::string ApiClient::Impl::setUpTls() {
     try {
         tls.set_verify_mode(ssl::verify_peer);
-        tls.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                        ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+        tls.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                        ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
         if (config.caPem.empty()) {
             tls.set_default_verify_paths();
         } else {
@@ -59,8 +59,8 @@ std::string ApiClient::Impl::setUpTls() {
 }
 
 std::shared_ptr<Request> ApiClient::Impl::makeRequest(http::verb verb, const std::string& target,
-                                                     std::string body, const std::string& contentType,
-                                                     std::string& error) {
+                                                      std::string body, const std::string& contentType,
+                                                      std::string& error) {
     auto bearer = token.current(error);
     if (!bearer) return nullptr;
     auto request = std::make_shared<Request>(verb, config.pathPrefix + target, 11);
@@ -70,8 +70,7 @@ std::shared_ptr<Request> ApiClient::Impl::makeRequest(http::verb verb, const std
     request->set(http::field::accept, "application/json");
     if (!bearer->empty()) request->set(http::field::authorization, "Bearer " + *bearer);
     if (!contentType.empty()) request->set(http::field::content_type, contentType);
-    if (!body.empty() || verb == http::verb::post || verb == http::verb::put ||
-        verb == http::verb::patch) {
+    if (!body.empty() || verb == http::verb::post || verb == http::verb::put || verb == http::verb::patch) {
         request->body() = std::move(body);
         request->prepare_payload();
     }
@@ -165,12 +164,11 @@ void ApiClient::Impl::send(std::shared_ptr<Call> call) {
     }
     if (!connection) connection = std::make_shared<Connection>(loop, tls, config, options);
     if (connection->isOpen()) return exchange(call, request, /*reused=*/true);
-    connection->open(
-        lifetime.guard([this, call, request](std::string error) {
-            if (!error.empty()) return failed(call, error, /*sent=*/false);
-            exchange(call, request, false);
-        }),
-        call->deadline);
+    connection->open(lifetime.guard([this, call, request](std::string error) {
+        if (!error.empty()) return failed(call, error, /*sent=*/false);
+        exchange(call, request, false);
+    }),
+                     call->deadline);
 }
 
 void ApiClient::Impl::exchange(std::shared_ptr<Call> call, std::shared_ptr<Request> request, bool reused) {
@@ -319,13 +317,13 @@ ApiClient::~ApiClient() {
     impl_->stop();
 }
 
-#define DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done)                             \
-    if (!impl_->tlsProblem.empty()) {                                        \
-        auto refuse = [impl = impl_.get(), done = std::move(done)] {         \
-            if (done) done(transportFailure(impl->tlsProblem));              \
-        };                                                                   \
-        net::post(impl_->loop, impl_->lifetime.guard(std::move(refuse)));    \
-        return;                                                              \
+#define DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done)                          \
+    if (!impl_->tlsProblem.empty()) {                                     \
+        auto refuse = [impl = impl_.get(), done = std::move(done)] {      \
+            if (done) done(transportFailure(impl->tlsProblem));           \
+        };                                                                \
+        net::post(impl_->loop, impl_->lifetime.guard(std::move(refuse))); \
+        return;                                                           \
     }
 
 void ApiClient::get(const std::string& path, ResultHandler done, CallOptions options) {

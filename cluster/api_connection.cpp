@@ -98,12 +98,11 @@ void Connection::exchange(std::shared_ptr<Request> request, std::chrono::millise
 
 void Connection::stream(std::shared_ptr<Request> request, std::chrono::milliseconds idle,
                         std::function<void(int, const http::fields&)> header,
-                        std::function<bool(std::string&)> body,
-                        std::function<void(beast::error_code)> end) {
+                        std::function<bool(std::string&)> body, std::function<void(beast::error_code)> end) {
     beast::get_lowest_layer(*stream_).expires_after(options_.requestTimeout);
     http::async_write(*stream_, *request,
-                      [self = shared_from_this(), request, idle, header, body,
-                       end](const beast::error_code& ec, std::size_t) {
+                      [self = shared_from_this(), request, idle, header, body, end](
+                          const beast::error_code& ec, std::size_t) {
                           if (ec) return end(ec);
                           self->parser_.emplace();
                           self->parser_->body_limit(boost::none);

@@ -131,7 +131,6 @@ std::string queryEscape(const std::string& value) {
     return out;
 }
 
-
 std::string stringAt(const json::value& value, std::string_view pointer) {
     json::error_code ec;
     const json::value* found = value.find_pointer(pointer, ec);

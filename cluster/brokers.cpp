@@ -430,33 +430,32 @@ void Brokers::reconcile() {
         inFlight_.insert(key);
         const std::string path = object.collection + "/" + object.name;
         paths_[key] = path;
-        client_.apply(
-            path, object.body, manager, true,
-            [this, key = std::string(key), body, alive = lifetime_.token()](ApiResult result) {
-                if (alive.expired()) return;
-                inFlight_.erase(key);
-                refused_.erase(key);
-                if (result.ok()) {
-                    if (!applied_.count(key)) log.info() << "applied " << key;
-                    applied_[key] = body;
-                    ++state_.applies;
-                    state_.lastError = standingError();
-                } else {
-                    state_.lastError = "apply " + key + ": " + result.describe();
-                    // The spec itself is refused (400, 422 Invalid): not sent again
-                    // until it changes. Anything else (403 until the Role is fixed,
-                    // an API that is away) is tried again.
-                    const bool refused = result.code == 400 || result.code == 422;
-                    if (refused) {
-                        refused_[key] = {body, state_.lastError};
-                        log.error() << state_.lastError << "; not applied again until it changes";
-                    } else {
-                        log.warning() << state_.lastError;
-                        retryLater();
-                    }
-                }
-                answered();
-            });
+        client_.apply(path, object.body, manager, true,
+                      [this, key = std::string(key), body, alive = lifetime_.token()](ApiResult result) {
+                          if (alive.expired()) return;
+                          inFlight_.erase(key);
+                          refused_.erase(key);
+                          if (result.ok()) {
+                              if (!applied_.count(key)) log.info() << "applied " << key;
+                              applied_[key] = body;
+                              ++state_.applies;
+                              state_.lastError = standingError();
+                          } else {
+                              state_.lastError = "apply " + key + ": " + result.describe();
+                              // The spec itself is refused (400, 422 Invalid): not sent again
+                              // until it changes. Anything else (403 until the Role is fixed,
+                              // an API that is away) is tried again.
+                              const bool refused = result.code == 400 || result.code == 422;
+                              if (refused) {
+                                  refused_[key] = {body, state_.lastError};
+                                  log.error() << state_.lastError << "; not applied again until it changes";
+                              } else {
+                                  log.warning() << state_.lastError;
+                                  retryLater();
+                              }
+                          }
+                          answered();
+                      });
     }
     std::set<std::string> doomed;
     for (const auto& [key, body] : applied_) {
@@ -501,24 +500,23 @@ void Brokers::reconcile() {
 }
 
 void Brokers::removeObject(const std::string& key, const DeletePreconditions& preconditions) {
-    client_.remove(paths_[key], preconditions,
-                   [this, key, alive = lifetime_.token()](ApiResult result) {
-                       if (alive.expired()) return;
-                       inFlight_.erase(key);
-                       if (result.ok() || result.notFound()) {
-                           log.info() << "deleted " << key;
-                           applied_.erase(key);
-                           ++state_.deletes;
-                           state_.lastError = standingError();
-                       } else if (result.conflict()) {
-                           recheck_ = true;  // another node applied it meanwhile: looked at again
-                       } else {
-                           state_.lastError = "delete " + key + ": " + result.describe();
-                           log.warning() << state_.lastError;
-                           retryLater();
-                       }
-                       answered();
-                   });
+    client_.remove(paths_[key], preconditions, [this, key, alive = lifetime_.token()](ApiResult result) {
+        if (alive.expired()) return;
+        inFlight_.erase(key);
+        if (result.ok() || result.notFound()) {
+            log.info() << "deleted " << key;
+            applied_.erase(key);
+            ++state_.deletes;
+            state_.lastError = standingError();
+        } else if (result.conflict()) {
+            recheck_ = true;  // another node applied it meanwhile: looked at again
+        } else {
+            state_.lastError = "delete " + key + ": " + result.describe();
+            log.warning() << state_.lastError;
+            retryLater();
+        }
+        answered();
+    });
 }
 
 // Services and Jobs have no node in their names: every node that offers the instance (or

@@ -184,7 +184,7 @@ private:
     boost::asio::steady_timer recreateTimer_;
     State state_;
     std::function<void()> stateChanged_;
-    Lifetime lifetime_;  // ended by stop()
+    Lifetime lifetime_;       // ended by stop()
     ThreadBound loopThread_;  // every public member is called on the loop thread
 };
 

@@ -110,28 +110,29 @@ struct Informer::Impl {
         listing = true;
         std::string query = "limit=500" + selectors();
         if (!continueToken.empty()) query += "&continue=" + queryEscape(continueToken);
-        auto call = makeCall(
-            http::verb::get, collection + "?" + query, "", "", true,
-            lifetime.guard([this, mine, pages, listVersion](ApiResult result) mutable {
-                if (!current(mine)) return;
-                ++state.lists;
-                state.connected = result.code != 0;
-                if (!result.ok())
-                    return failed("listing " + collection + ": " + result.describe(), Next::List);
-                const json::object* body = result.body.if_object();
-                const json::value* items = body ? body->if_contains("items") : nullptr;
-                if (!items || !items->is_array())
-                    return failed("listing " + collection + ": no items", Next::List);
-                for (const json::value& item : items->get_array()) {
-                    if (!item.is_object()) continue;
-                    std::string name = stringAt(item, "/metadata/name");
-                    if (!name.empty()) (*pages)[name] = item.get_object();
-                }
-                if (listVersion.empty()) listVersion = stringAt(result.body, "/metadata/resourceVersion");
-                std::string next = stringAt(result.body, "/metadata/continue");
-                if (!next.empty()) return listPage(mine, next, pages, listVersion);
-                listed(std::move(*pages), listVersion);
-            }));
+        auto call =
+            makeCall(http::verb::get, collection + "?" + query, "", "", true,
+                     lifetime.guard([this, mine, pages, listVersion](ApiResult result) mutable {
+                         if (!current(mine)) return;
+                         ++state.lists;
+                         state.connected = result.code != 0;
+                         if (!result.ok())
+                             return failed("listing " + collection + ": " + result.describe(), Next::List);
+                         const json::object* body = result.body.if_object();
+                         const json::value* items = body ? body->if_contains("items") : nullptr;
+                         if (!items || !items->is_array())
+                             return failed("listing " + collection + ": no items", Next::List);
+                         for (const json::value& item : items->get_array()) {
+                             if (!item.is_object()) continue;
+                             std::string name = stringAt(item, "/metadata/name");
+                             if (!name.empty()) (*pages)[name] = item.get_object();
+                         }
+                         if (listVersion.empty())
+                             listVersion = stringAt(result.body, "/metadata/resourceVersion");
+                         std::string next = stringAt(result.body, "/metadata/continue");
+                         if (!next.empty()) return listPage(mine, next, pages, listVersion);
+                         listed(std::move(*pages), listVersion);
+                     }));
         client->enqueue(call);
     }
 

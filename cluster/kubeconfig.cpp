@@ -242,7 +242,6 @@ std::string trimmed(std::string text) {
 
 }  // namespace
 
-
 std::string secretFileProblem(const std::string& path) {
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0) return "cannot read " + path + ": " + std::strerror(errno);

@@ -27,8 +27,8 @@
 #include "cluster/api_client.h"
 #include "cluster/lease_table.h"
 #include "runtime/inventory.h"
-#include "runtime/slot_arbiter.h"
 #include "runtime/shared_slots.h"
+#include "runtime/slot_arbiter.h"
 #include "runtime/thread_bound.h"
 
 namespace devlet::kube {

@@ -22,7 +22,9 @@ struct Where {
     std::string keyPath;
 
     Where field(std::string_view name) const {
-        auto join = [&](const std::string& p) { return p.empty() ? std::string(name) : p + "." + std::string(name); };
+        auto join = [&](const std::string& p) {
+            return p.empty() ? std::string(name) : p + "." + std::string(name);
+        };
         return {join(path), join(keyPath)};
     }
 };
@@ -59,7 +61,8 @@ void walkField(const boost::json::value& value, const Field& field, const Where&
                 std::size_t index = 0;
                 for (const auto& item : value.as_array()) {
                     const std::string byIndex = "[" + std::to_string(index) + "]";
-                    const std::string byKey = field.listKeys.empty() ? byIndex : itemKey(item, field.listKeys, index);
+                    const std::string byKey =
+                        field.listKeys.empty() ? byIndex : itemKey(item, field.listKeys, index);
                     walk(item, *type, {where.path + byIndex, where.keyPath + byKey}, report, out);
                     ++index;
                 }

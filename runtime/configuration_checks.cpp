@@ -29,8 +29,7 @@ void ConfigurationFileParser::checkName(const Configuration& config, int line) {
     const std::string instanceResource = resourceDomain_ + "/" + instanceName(name, "000000");
     if (std::string problem = resourceNameProblem(instanceResource); !problem.empty()) {
         error(line, "the instance-level resource name " + resourceDomain_ + "/" +
-                        instanceName(name, kHashPlaceholder) +
-                        " is not valid for the kubelet: " + problem);
+                        instanceName(name, kHashPlaceholder) + " is not valid for the kubelet: " + problem);
         return;
     }
     if (config.configurationResource.empty()) {
@@ -89,8 +88,8 @@ void ConfigurationFileParser::checkDiscoveryProperties(const DiscoveryHandler& f
     for (const PropertyReference& reference : config.propertyReferences) {
         const std::string what = reference.where + " (" + reference.property + "): ";
         if (!found.readsReferencedProperties()) {
-            warning(reference.line, what + "the " + config.handler +
-                                        " handler reads no property from a Secret; left out");
+            warning(reference.line,
+                    what + "the " + config.handler + " handler reads no property from a Secret; left out");
             continue;
         }
         // Outside cluster mode there is no API to read it from: warned then (and left out).

@@ -125,8 +125,8 @@ std::optional<Mapping> ConfigurationFileParser::mapping(const YAML::Node& node, 
                                                         bool emptyAllowed) {
     // `brokerProperties:` with every entry commented out is a common sight.
     return yaml::readMapping(
-        node, line, where, allowed,
-        [this](int at, std::string message) { error(at, std::move(message)); }, emptyAllowed);
+        node, line, where, allowed, [this](int at, std::string message) { error(at, std::move(message)); },
+        emptyAllowed);
 }
 
 // A string value; an empty value reads as "".
@@ -183,8 +183,7 @@ void ConfigurationFileParser::fixedValue(const Mapping& top, const std::string& 
     }
     auto value = text(*entry, key);
     if (value && *value != expected) {
-        error(entry->valueLine(),
-              key + " must be " + inQuotes(expected) + " (got " + inQuotes(*value) + ")");
+        error(entry->valueLine(), key + " must be " + inQuotes(expected) + " (got " + inQuotes(*value) + ")");
     }
 }
 
@@ -238,9 +237,8 @@ void ConfigurationFileParser::readSpec(const Entry& entry, Configuration& config
                 error(capacity->valueLine(),
                       "spec.capacity must be at least 1 (got " + std::to_string(*value) + ")");
             } else if (*value > kMaxCapacity) {
-                error(capacity->valueLine(), "spec.capacity must be at most " +
-                                                 std::to_string(kMaxCapacity) + " (got " +
-                                                 std::to_string(*value) + ")");
+                error(capacity->valueLine(), "spec.capacity must be at most " + std::to_string(kMaxCapacity) +
+                                                 " (got " + std::to_string(*value) + ")");
             } else {
                 config.capacity = static_cast<int>(*value);
             }
@@ -255,8 +253,7 @@ void ConfigurationFileParser::readSpec(const Entry& entry, Configuration& config
         const Entry* service = find(*spec, key);
         if (!service) continue;
         *target = objectJson(*service, std::string("spec.") + key);
-        if (!target->empty())
-            checkKubeFields(*service, "ServiceSpec", std::string("spec.") + key, "Service");
+        if (!target->empty()) checkKubeFields(*service, "ServiceSpec", std::string("spec.") + key, "Service");
     }
     for (const auto& key : kClusterOnlySpecKeys) {
         if (const Entry* used = find(*spec, key)) {
@@ -369,10 +366,9 @@ void ConfigurationFileParser::readDiscoveryProperties(const Entry& entry, Config
             handler.propertyLines[*propertyName] = name->valueLine();
             const std::string what = itemWhere + ".valueFrom (" + *propertyName + ")";
             if (!reference->secret) {
-                warning(valueFrom->line,
-                        what +
-                            ": devlet does not read ConfigMaps (only Secrets, in cluster "
-                            "mode); give the text as value; the property is left out");
+                warning(valueFrom->line, what +
+                                             ": devlet does not read ConfigMaps (only Secrets, in cluster "
+                                             "mode); give the text as value; the property is left out");
                 continue;
             }
             config.propertyReferences.push_back(std::move(*reference));
@@ -385,10 +381,9 @@ void ConfigurationFileParser::readDiscoveryProperties(const Entry& entry, Config
             value = *givenValue;
         } else {
             // Akri's schema wants one of value and valueFrom.
-            warning(name->line,
-                    itemWhere + " (" + *propertyName +
-                        ") has neither value nor valueFrom: Akri's API server refuses this "
-                        "Configuration; devlet gives the property as empty (write value: \"\")");
+            warning(name->line, itemWhere + " (" + *propertyName +
+                                    ") has neither value nor valueFrom: Akri's API server refuses this "
+                                    "Configuration; devlet gives the property as empty (write value: \"\")");
         }
         auto [first, inserted] = seen.try_emplace(*propertyName, name->valueLine());
         if (!inserted) {
@@ -453,9 +448,8 @@ void ConfigurationFileParser::readBrokerProperties(const Entry& entry, Configura
     for (const auto& [key, property] : *properties) {
         // They become container environment variables.
         if (key.empty() || key.find('=') != std::string::npos) {
-            error(property.line,
-                  "spec.brokerProperties: " + inQuotes(key) +
-                      " is not a usable environment variable name (empty or contains '=')");
+            error(property.line, "spec.brokerProperties: " + inQuotes(key) +
+                                     " is not a usable environment variable name (empty or contains '=')");
             continue;
         }
         if (auto value = text(property, "spec.brokerProperties." + key))
@@ -474,8 +468,8 @@ void ConfigurationFileParser::readDevlet(const Entry& entry, Configuration& conf
             } else if (*value == "pack") {
                 config.allocationPolicy = AllocationPolicy::Pack;
             } else {
-                std::string message = where + ".allocationPolicy must be \"spread\" or \"pack\" (got " +
-                                      inQuotes(*value) + ")";
+                std::string message =
+                    where + ".allocationPolicy must be \"spread\" or \"pack\" (got " + inQuotes(*value) + ")";
                 if (std::string hint = nearMiss(*value, kAllocationPolicies); !hint.empty()) {
                     message += "; did you mean " + inQuotes(hint) + "?";
                 }
@@ -500,9 +494,9 @@ void ConfigurationFileParser::readDevlet(const Entry& entry, Configuration& conf
     if (const Entry* grace = find(*devlet, "removalGracePeriodSeconds")) {
         if (auto seconds = number(*grace, where + ".removalGracePeriodSeconds")) {
             if (*seconds < 0 || *seconds > kMaxRemovalGraceSeconds) {
-                error(grace->valueLine(),
-                      where + ".removalGracePeriodSeconds must be between 0 and 86400 (got " +
-                          grace->value.Scalar() + ")");
+                error(grace->valueLine(), where +
+                                              ".removalGracePeriodSeconds must be between 0 and 86400 (got " +
+                                              grace->value.Scalar() + ")");
             } else {
                 config.removalGrace = std::chrono::milliseconds(std::llround(*seconds * 1000));
             }

@@ -26,7 +26,9 @@ struct Error {
 // says.
 enum class GeneralError { Failed = 1 };
 const std::error_category& generalCategory();
-inline std::error_code make_error_code(GeneralError e) { return {static_cast<int>(e), generalCategory()}; }
+inline std::error_code make_error_code(GeneralError e) {
+    return {static_cast<int>(e), generalCategory()};
+}
 
 }  // namespace devlet
 

@@ -12,8 +12,8 @@ std::string upper(std::string s) {
 }
 }  // namespace
 
-std::map<std::string, std::string> deviceEnvironment(const Configuration& configuration, const std::string& instance,
-                                                     const Instance& device) {
+std::map<std::string, std::string> deviceEnvironment(const Configuration& configuration,
+                                                     const std::string& instance, const Instance& device) {
     const std::string hash = upper(instance.substr(instance.rfind('-') + 1));
     // A broker property wins over a device property of the same name, in both KEY and
     // KEY_<HASH>, as in Akri: its agent appends the Configuration's brokerProperties
@@ -25,7 +25,8 @@ std::map<std::string, std::string> deviceEnvironment(const Configuration& config
     properties.insert(device.properties.begin(), device.properties.end());
     std::map<std::string, std::string> environment;
     for (const auto& [key, value] : properties) {
-        environment.try_emplace(key, value);  // a property named like another's KEY_<HASH> does not replace it
+        environment.try_emplace(key,
+                                value);  // a property named like another's KEY_<HASH> does not replace it
         environment[key + "_" + hash] = value;
     }
     return environment;

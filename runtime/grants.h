@@ -27,8 +27,8 @@ struct GrantedDevice {
 };
 
 // The environment of one device, KEY and KEY_<HASH>.
-std::map<std::string, std::string> deviceEnvironment(const Configuration& configuration, const std::string& instance,
-                                                     const Instance& device);
+std::map<std::string, std::string> deviceEnvironment(const Configuration& configuration,
+                                                     const std::string& instance, const Instance& device);
 // The devices in request order; DEVLET_INSTANCES names them.
 ContainerGrant grantFor(const Configuration& configuration, const std::vector<GrantedDevice>& devices);
 // A device's nodes with the container's path filled in (the host's when none is given).

@@ -403,8 +403,8 @@ std::optional<SlotFacts> Inventory::slot(const std::string& slotId) const {
     auto i = c->second.instances.find(instanceName);
     if (i == c->second.instances.end() || index >= i->second.slotCount) return std::nullopt;
     const InstanceState& instance = i->second;
-    return SlotFacts{slotId,   c->first,         instanceName, instance.device.id, index, instance.present,
-                     instance.device.shared};
+    return SlotFacts{slotId, c->first,         instanceName,          instance.device.id,
+                     index,  instance.present, instance.device.shared};
 }
 
 void Inventory::countDecision(const std::string& resource, bool granted) {

@@ -336,7 +336,7 @@ private:
     const HandlerRegistry* handlers_ = nullptr;
     SlotPolicy* policy_ = nullptr;                    // the arbiter; null: every free slot is offered
     std::map<std::string, std::string> unconfirmed_;  // held slot id -> why its hold is not confirmed
-    std::unique_ptr<LiveFiles> liveFiles_;  // null: no live files
+    std::unique_ptr<LiveFiles> liveFiles_;            // null: no live files
     bool publishScheduled_ = false;
     ThreadBound loopThread_;  // every public member is called on the loop thread
 };

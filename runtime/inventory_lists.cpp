@@ -34,12 +34,12 @@ void Inventory::offersChanged(const std::set<std::string>& slotIds, bool allShar
     loopThread_.check();
     Edit edit(*this);  // the reasons are shown
     for (const auto& [name, c] : configurations_) {
+        if (!allShared) break;
         for (const auto& [instanceName, i] : c.instances) {
-            if (allShared && i.device.shared) {
-                for (int k = 0; k < i.slotCount; ++k) slotChanges_[c.resource].emplace(i.name, k);
-                changed_.insert(instanceResource(i.name));
-                ++marks_;
-            }
+            if (!i.device.shared) continue;
+            for (int k = 0; k < i.slotCount; ++k) slotChanges_[c.resource].emplace(i.name, k);
+            changed_.insert(instanceResource(i.name));
+            ++marks_;
         }
     }
     for (const std::string& id : slotIds) {
@@ -133,7 +133,9 @@ void Inventory::publish() {
         if (liveFiles_) liveFiles_->writeChanged();
         return;
     }
-    if ((changed_.empty() && slotChanges_.empty() && !(liveFiles_ && liveFiles_->pending())) || publishScheduled_) return;
+    if ((changed_.empty() && slotChanges_.empty() && !(liveFiles_ && liveFiles_->pending())) ||
+        publishScheduled_)
+        return;
     publishScheduled_ = true;
     scheduler_([this] {
         publishScheduled_ = false;

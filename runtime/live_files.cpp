@@ -39,8 +39,8 @@ std::optional<LiveFiles::Granted> LiveFiles::granted(const std::vector<std::stri
 void LiveFiles::instanceChanged(const std::string& instance) {
     loopThread_.check();
     const std::string prefix = instance + "-";
-    for (auto it = allocationOf_.lower_bound(prefix); it != allocationOf_.end() && it->first.starts_with(prefix);
-         ++it) {
+    for (auto it = allocationOf_.lower_bound(prefix);
+         it != allocationOf_.end() && it->first.starts_with(prefix); ++it) {
         if (splitSlotId(it->first).first == instance) changed_.insert(it->second);
     }
 }
@@ -81,13 +81,16 @@ std::vector<LiveDevice> LiveFiles::devices(const std::string& allocation) const 
     return devices;
 }
 
-bool LiveFiles::written(const std::string& allocation, const std::string& staleBefore, const Outcome& outcome) {
+bool LiveFiles::written(const std::string& allocation, const std::string& staleBefore,
+                        const Outcome& outcome) {
     if (!outcome) {
         if (outcome.error() != staleBefore)
-            event_("warning", allocation, "the live file of " + allocation + " keeps its last content: " + outcome.error());
+            event_("warning", allocation,
+                   "the live file of " + allocation + " keeps its last content: " + outcome.error());
         return false;
     }
-    if (!staleBefore.empty()) event_("info", allocation, "the live file of " + allocation + " is current again");
+    if (!staleBefore.empty())
+        event_("info", allocation, "the live file of " + allocation + " is current again");
     return true;
 }
 
@@ -110,14 +113,16 @@ void LiveFiles::writeChanged() {
     }
     // One that failed is tried again with the next change.
     const std::vector<Outcome> outcomes = writer_.writeAll(documents);
-    for (std::size_t i = 0; i < documents.size(); ++i) (void)written(documents[i].first, staleBefore[i], outcomes[i]);
+    for (std::size_t i = 0; i < documents.size(); ++i)
+        (void)written(documents[i].first, staleBefore[i], outcomes[i]);
 }
 
 void LiveFiles::rebuild(const std::function<bool(const std::string& slotId)>& held) {
     loopThread_.check();
     for (auto& [allocation, found] : writer_.existing()) {
         // A directory whose file was lost still names its first slot.
-        std::vector<std::string> listed = found.slots.empty() ? std::vector<std::string>{allocation} : found.slots;
+        std::vector<std::string> listed =
+            found.slots.empty() ? std::vector<std::string>{allocation} : found.slots;
         std::vector<std::string> kept;
         for (const std::string& id : listed) {
             if (held(id) && !allocationOf_.count(id)) kept.push_back(id);
@@ -136,8 +141,8 @@ std::optional<LiveFileView> LiveFiles::file(const std::string& slotId) const {
     loopThread_.check();
     auto it = allocationOf_.find(slotId);
     if (it == allocationOf_.end()) return std::nullopt;
-    return LiveFileView{(writer_.directory(it->second) / "devices.json").string(), writer_.generation(it->second),
-                        writer_.staleReason(it->second)};
+    return LiveFileView{(writer_.directory(it->second) / "devices.json").string(),
+                        writer_.generation(it->second), writer_.staleReason(it->second)};
 }
 
 }  // namespace devlet

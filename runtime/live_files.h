@@ -27,8 +27,8 @@ public:
     // What a slot's file says about it; nullopt when the slot is not held.
     using Describe = std::function<std::optional<LiveDevice>(const std::string& slotId)>;
     // Something a person should read (a file that keeps stale content, current again).
-    using Event = std::function<void(const std::string& level, const std::string& subject,
-                                     const std::string& message)>;
+    using Event =
+        std::function<void(const std::string& level, const std::string& subject, const std::string& message)>;
 
     LiveFiles(const std::string& stateDir, Describe describe, Event event);
 

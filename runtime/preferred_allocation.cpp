@@ -9,8 +9,8 @@
 namespace devlet {
 
 std::vector<std::string> spreadOrPack(std::vector<PreferenceCandidate> candidates,
-                                      const std::vector<std::string>& mustInclude, int size, AllocationPolicy policy,
-                                      bool uniqueDevices) {
+                                      const std::vector<std::string>& mustInclude, int size,
+                                      AllocationPolicy policy, bool uniqueDevices) {
     std::vector<std::string> result;
     std::set<std::string> chosen;
     for (const std::string& id : mustInclude) {

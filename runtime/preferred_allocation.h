@@ -21,7 +21,7 @@ struct PreferenceCandidate {
 // `mustInclude` comes first, always; then up to `size` ids in all from `candidates`
 // (ids of mustInclude among them are skipped; mustInclude's slots count as picked).
 std::vector<std::string> spreadOrPack(std::vector<PreferenceCandidate> candidates,
-                                      const std::vector<std::string>& mustInclude, int size, AllocationPolicy policy,
-                                      bool uniqueDevices);
+                                      const std::vector<std::string>& mustInclude, int size,
+                                      AllocationPolicy policy, bool uniqueDevices);
 
 }  // namespace devlet

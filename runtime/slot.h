@@ -39,7 +39,9 @@ enum class Refusal {
 };
 const char* refusalName(Refusal refusal);
 const std::error_category& refusalCategory();
-inline std::error_code make_error_code(Refusal r) { return {static_cast<int>(r) + 1, refusalCategory()}; }
+inline std::error_code make_error_code(Refusal r) {
+    return {static_cast<int>(r) + 1, refusalCategory()};
+}
 
 }  // namespace devlet
 

@@ -24,7 +24,8 @@ AllocationRefused refuse(Refusal code, std::string slot, std::string message) {
     // What may clear by itself: the cluster's answer, the store's disk.
     const bool passing = code == Refusal::ClusterUnavailable || code == Refusal::HeldElsewhere ||
                          code == Refusal::ClusterRefused || code == Refusal::NotRecorded;
-    return AllocationRefused{code, std::move(slot), std::move(message), passing ? Fault::Passing : Fault::Lasting};
+    return AllocationRefused{code, std::move(slot), std::move(message),
+                             passing ? Fault::Passing : Fault::Lasting};
 }
 
 class RefusalCategory : public std::error_category {
@@ -41,19 +42,32 @@ const std::error_category& refusalCategory() {
 
 const char* refusalName(Refusal refusal) {
     switch (refusal) {
-        case Refusal::NotOffered: return "not-offered";
-        case Refusal::EmptyRequest: return "empty-request";
-        case Refusal::NotPartOf: return "not-part-of";
-        case Refusal::DeviceGone: return "device-gone";
-        case Refusal::AboveCapacity: return "above-capacity";
-        case Refusal::TwiceInRequest: return "twice-in-request";
-        case Refusal::HeldThroughOther: return "held-through-other";
-        case Refusal::NotDistinct: return "not-distinct";
-        case Refusal::ClusterUnavailable: return "cluster-unavailable";
-        case Refusal::HeldElsewhere: return "held-elsewhere";
-        case Refusal::ClusterRefused: return "cluster-refused";
-        case Refusal::NotRecorded: return "not-recorded";
-        case Refusal::Failed: return "failed";
+        case Refusal::NotOffered:
+            return "not-offered";
+        case Refusal::EmptyRequest:
+            return "empty-request";
+        case Refusal::NotPartOf:
+            return "not-part-of";
+        case Refusal::DeviceGone:
+            return "device-gone";
+        case Refusal::AboveCapacity:
+            return "above-capacity";
+        case Refusal::TwiceInRequest:
+            return "twice-in-request";
+        case Refusal::HeldThroughOther:
+            return "held-through-other";
+        case Refusal::NotDistinct:
+            return "not-distinct";
+        case Refusal::ClusterUnavailable:
+            return "cluster-unavailable";
+        case Refusal::HeldElsewhere:
+            return "held-elsewhere";
+        case Refusal::ClusterRefused:
+            return "cluster-refused";
+        case Refusal::NotRecorded:
+            return "not-recorded";
+        case Refusal::Failed:
+            return "failed";
     }
     return "failed";
 }
@@ -196,13 +210,15 @@ SlotArbiter::Checked SlotArbiter::checkContainer(const std::string& resource, co
         } else if (holder->holderResource != resource) {
             std::string who = holder->holderResource;
             if (!holder->pod.empty()) who += " by pod " + holder->podNamespace + "/" + holder->pod;
-            return refuse(Refusal::HeldThroughOther, id,
-                          "slot " + id + " is already held through " + who + "; one slot is never given twice");
+            return refuse(
+                Refusal::HeldThroughOther, id,
+                "slot " + id + " is already held through " + who + "; one slot is never given twice");
         }
         if (++perInstance[slot->instance] > 1 && offered.instance.empty() && offered.uniqueDevices) {
             return refuse(Refusal::NotDistinct, id,
                           "configuration " + offered.configuration +
-                              " requires distinct devices, but the request holds two slots of " + slot->instance);
+                              " requires distinct devices, but the request holds two slots of " +
+                              slot->instance);
         }
         const bool heldAlready = holder != nullptr;
         asked.push_back({std::move(*slot), heldAlready});
@@ -228,7 +244,8 @@ std::vector<std::string> SlotArbiter::sharedSlotsIn(const Request& request) cons
 // ---------------------------------------------------------------------------
 // The kubelet's word
 
-SlotArbiter::Reconciled SlotArbiter::reconcile(const KubeletEvidence& evidence, std::chrono::milliseconds grace) {
+SlotArbiter::Reconciled SlotArbiter::reconcile(const KubeletEvidence& evidence,
+                                               std::chrono::milliseconds grace) {
     loopThread_.check();
     podsHeld_.clear();
     checkpointHeld_.clear();
@@ -278,7 +295,8 @@ SlotArbiter::Reconciled SlotArbiter::reconcile(const KubeletEvidence& evidence, 
     return {lags};
 }
 
-bool SlotArbiter::releasable(const SlotLedger::Entry& held, std::chrono::milliseconds grace, bool& lags) const {
+bool SlotArbiter::releasable(const SlotLedger::Entry& held, std::chrono::milliseconds grace,
+                             bool& lags) const {
     if (!evidenceTrusted_ || inventory_.clock().steady() - held.lastConfirmed < grace) return false;
     if (checkpointHeld_.count({held.slot.holderResource, held.slot.deviceId})) {
         lags = true;
@@ -310,8 +328,9 @@ void SlotArbiter::adopt(const std::vector<PodDevice>& reported, const std::strin
             conflictsNow_.insert(conflict);
             continue;
         }
-        Slot held{device.deviceId, slot->instance,           slot->configuration, slot->index, device.resource,
-                  inventory_.clock().wallMs(), device.pod, device.podNamespace};
+        Slot held{device.deviceId, slot->instance,     slot->configuration,
+                  slot->index,     device.resource,    inventory_.clock().wallMs(),
+                  device.pod,      device.podNamespace};
         if (auto outcome = ledger_.hold({held}, slot->instanceDeviceId); !outcome) {
             log.warning() << outcome.error();
             continue;
@@ -383,7 +402,8 @@ std::vector<std::string> SlotArbiter::heldSharedSlots() const {
 void SlotArbiter::holderChanged(const Slot& slot, const std::string& before) {
     // Freed here: another node may have it. A slot whose device went away with its
     // configuration keeps its Lease until the Lease lapses.
-    if (gate_ && !slot.held() && !before.empty() && inventory_.sharedInstance(slot)) gate_->release(slot.deviceId);
+    if (gate_ && !slot.held() && !before.empty() && inventory_.sharedInstance(slot))
+        gate_->release(slot.deviceId);
 }
 
 }  // namespace devlet

@@ -122,7 +122,7 @@ Outcome SlotLedger::hold(const std::vector<Slot>& slots, const std::string& inst
             existing && existing->slot.holderResource != slot.holderResource)
             return Outcome::failure(Refusal::HeldThroughOther,
                                     "slot " + slot.deviceId + " is already held through " +
-                                    existing->slot.holderResource + "; one slot is never given twice");
+                                        existing->slot.holderResource + "; one slot is never given twice");
     }
     // The holders are durable (one transaction, synced) before anyone hears "yes": a crash
     // or a power loss after this point can never lead to a slot given twice.
@@ -171,8 +171,8 @@ bool SlotLedger::release(const std::string& instance, int index, bool placed) {
         // Its configuration is gone: the instance's row goes with its last held slot.
         if (store_ && !anyHeld(instance)) (void)store_->removeInstance(instance);
         event("info", instance,
-                        "slot " + slot.deviceId + " of removed configuration " + slot.configuration +
-                            " released: no container holds it any more");
+              "slot " + slot.deviceId + " of removed configuration " + slot.configuration +
+                  " released: no container holds it any more");
         return true;
     }
     Slot freed = slot;
@@ -183,7 +183,7 @@ bool SlotLedger::release(const std::string& instance, int index, bool placed) {
     holderChanged(freed, slot.holderResource);
     const std::string who = slot.pod.empty() ? slot.holderResource : slot.podNamespace + "/" + slot.pod;
     event("info", instance,
-                    "slot " + slot.deviceId + " released (" + who + "): no container holds it any more");
+          "slot " + slot.deviceId + " released (" + who + "): no container holds it any more");
     return true;
 }
 

@@ -72,7 +72,8 @@ public:
     // its last held slot).
     bool release(const std::string& instance, int index, bool placed);
     // The kubelet names the pod that holds the slot.
-    void namePod(const std::string& instance, int index, const std::string& pod, const std::string& podNamespace);
+    void namePod(const std::string& instance, int index, const std::string& pod,
+                 const std::string& podNamespace);
     // Every held slot, with the last evidence that a container uses it (its allocation, or
     // PodResources listing it): the release grace counts from there.
     struct Entry {

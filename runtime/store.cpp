@@ -134,7 +134,6 @@ Outcome failure(sqlite3* db, std::string_view what) {
                             "state store: " + std::string(what) + " failed: " + sqlite3_errmsg(db));
 }
 
-
 std::string hex32(std::int64_t value) {
     char text[16];
     std::snprintf(text, sizeof text, "0x%08x", static_cast<unsigned>(static_cast<std::uint32_t>(value)));
@@ -500,12 +499,14 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, std::string& err
 }
 
 std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptions& options, Outcome& why) {
-    auto refuse = [&](Fault fault, std::string message, StoreError code = StoreError::Io) -> std::unique_ptr<Store> {
+    auto refuse = [&](Fault fault, std::string message,
+                      StoreError code = StoreError::Io) -> std::unique_ptr<Store> {
         why = Outcome::failure(code, std::move(message), fault);
         return nullptr;
     };
     // Refused with a failure of its own (its code kept).
-    auto refuseWith = [&](Fault fault, const Outcome& outcome, std::string prefix = {}) -> std::unique_ptr<Store> {
+    auto refuseWith = [&](Fault fault, const Outcome& outcome,
+                          std::string prefix = {}) -> std::unique_ptr<Store> {
         why = Outcome::failure(outcome.code(), prefix + outcome.error(), fault);
         return nullptr;
     };
@@ -560,7 +561,8 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
         case Verdict::Usable:
             break;
         case Verdict::TooNew:
-            return refuse(Fault::Lasting, "state store: " + path + " " + inspection.reason, StoreError::TooNew);
+            return refuse(Fault::Lasting, "state store: " + path + " " + inspection.reason,
+                          StoreError::TooNew);
         case Verdict::Unreadable:
             return refuse(Fault::Passing, "state store: refusing to use " + path + ": " + inspection.reason);
         case Verdict::Unusable: {
@@ -661,7 +663,7 @@ Outcome Store::holdSlots(const std::vector<Slot>& slots) {
         if (sqlite3_changes(db_) == 0)
             return Outcome::failure(StoreError::HeldThroughOther,
                                     "slot " + slot.deviceId + " is held through another resource in " +
-                                    "the state database; one slot is never given twice");
+                                        "the state database; one slot is never given twice");
     }
     return transaction.commit();
 }

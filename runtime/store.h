@@ -69,7 +69,9 @@ enum class StoreError {
     HeldThroughOther,  // holdSlots: a slot held through another resource (never twice)
 };
 const std::error_category& storeCategory();
-inline std::error_code make_error_code(StoreError e) { return {static_cast<int>(e), storeCategory()}; }
+inline std::error_code make_error_code(StoreError e) {
+    return {static_cast<int>(e), storeCategory()};
+}
 // SQLite's result code (primary or extended) as a StoreError.
 StoreError storeErrorOf(int sqliteCode);
 

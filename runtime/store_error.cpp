@@ -12,13 +12,20 @@ public:
     const char* name() const noexcept override { return "devlet.store"; }
     std::string message(int value) const override {
         switch (static_cast<StoreError>(value)) {
-            case StoreError::Io: return "io";
-            case StoreError::ReadOnly: return "read-only";
-            case StoreError::Busy: return "busy";
-            case StoreError::Full: return "full";
-            case StoreError::Corrupt: return "corrupt";
-            case StoreError::TooNew: return "too-new";
-            case StoreError::HeldThroughOther: return "held-through-other";
+            case StoreError::Io:
+                return "io";
+            case StoreError::ReadOnly:
+                return "read-only";
+            case StoreError::Busy:
+                return "busy";
+            case StoreError::Full:
+                return "full";
+            case StoreError::Corrupt:
+                return "corrupt";
+            case StoreError::TooNew:
+                return "too-new";
+            case StoreError::HeldThroughOther:
+                return "held-through-other";
         }
         return "store";
     }
@@ -33,12 +40,17 @@ const std::error_category& storeCategory() {
 StoreError storeErrorOf(int sqliteCode) {
     switch (sqliteCode & 0xff) {
         case SQLITE_BUSY:
-        case SQLITE_LOCKED: return StoreError::Busy;
-        case SQLITE_FULL: return StoreError::Full;
-        case SQLITE_READONLY: return StoreError::ReadOnly;
+        case SQLITE_LOCKED:
+            return StoreError::Busy;
+        case SQLITE_FULL:
+            return StoreError::Full;
+        case SQLITE_READONLY:
+            return StoreError::ReadOnly;
         case SQLITE_CORRUPT:
-        case SQLITE_NOTADB: return StoreError::Corrupt;
-        default: return StoreError::Io;
+        case SQLITE_NOTADB:
+            return StoreError::Corrupt;
+        default:
+            return StoreError::Io;
     }
 }
 

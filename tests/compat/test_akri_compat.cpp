@@ -81,8 +81,8 @@ protected:
         inventory.reportSnapshot(configuration.name, {device});
         const std::string instance =
             instanceName(configuration.name, instanceHash(device.id, kNode, device.shared));
-        auto granted =
-            test::allocateNow(arbiter, configurationLevelResource(configuration, kDomain), {slotId(instance, 0)});
+        auto granted = test::allocateNow(arbiter, configurationLevelResource(configuration, kDomain),
+                                         {slotId(instance, 0)});
         if (auto* refused = std::get_if<AllocationRefused>(&granted)) {
             ADD_FAILURE() << refused->message;
             return {};

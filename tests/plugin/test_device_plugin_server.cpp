@@ -20,9 +20,9 @@
 #include "plugin/device_list_encoder.h"
 #include "plugin/device_plugin_server.h"
 #include "runtime/inventory.h"
+#include "tests/support/decide_now.h"
 #include "tests/support/run_on_loop.h"
 #include "tests/support/temp_dir.h"
-#include "tests/support/decide_now.h"
 
 namespace devlet::plugin {
 namespace {

@@ -138,8 +138,8 @@ TEST_F(InventoryTest, ConfigurationListGetsOnlyTheSlotsWhoseHolderChanged) {
     // A slot freed is a changed slot too.
     advance(11s);
     arbiter().reconcile(kubeletSays({{kFoo0Il, "echo-8120fe-0", "pod", "default", ""},
-                                       {kFoo0Il, "echo-8120fe-1", "pod", "default", ""}}),
-                          10s);
+                                     {kFoo0Il, "echo-8120fe-1", "pod", "default", ""}}),
+                        10s);
     EXPECT_EQ(observer_.slotChangesOf, (std::map<std::string, int>{{kCl, 3}}));
     EXPECT_EQ(healthyIds(kCl), (std::vector<std::string>{"echo-a19705-0", "echo-a19705-1"}));
 }
@@ -843,7 +843,6 @@ TEST_F(InventoryTest, ResourcesListsEveryOfferedResource) {
     for (const ResourceState& r : resources) byName[r.resource] = r;
     EXPECT_EQ(byName, observer_.latest);
 }
-
 
 }  // namespace
 }  // namespace devlet::test

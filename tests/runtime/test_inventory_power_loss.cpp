@@ -19,9 +19,9 @@
 #include "runtime/inventory.h"
 #include "runtime/naming.h"
 #include "runtime/store.h"
+#include "tests/support/decide_now.h"
 #include "tests/support/power_cut_vfs.h"
 #include "tests/support/temp_dir.h"
-#include "tests/support/decide_now.h"
 
 namespace devlet {
 namespace {

@@ -1,9 +1,8 @@
 // The Kubernetes field table: unknown fields found at any depth, named by index as devlet's
 // warnings name them and by key as a server-side apply names them.
 
-#include <gtest/gtest.h>
-
 #include <boost/json.hpp>
+#include <gtest/gtest.h>
 
 #include "kube_schema/kube_schema.h"
 
@@ -19,7 +18,8 @@ std::vector<UnknownField> inPodSpec(const char* text) {
 }
 
 TEST(KubeSchema, KeyedListItemsAreNamedByTheirKeysInTheApplyForm) {
-    const auto unknown = inPodSpec(R"({"containers": [{"name": "c", "image": "i", "imagePullPolicyy": "Always",
+    const auto unknown =
+        inPodSpec(R"({"containers": [{"name": "c", "image": "i", "imagePullPolicyy": "Always",
         "ports": [{"containerPort": 80, "protocol": "TCP", "nme": "http"}]}]})");
     ASSERT_EQ(unknown.size(), 2u);
     EXPECT_EQ(unknown[0].path, "spec.containers[0].imagePullPolicyy");
@@ -40,7 +40,8 @@ TEST(KubeSchema, AnApplyNamesEachObjectsFieldsUpToItsFirstUnknownOne) {
     const Type* spec = findType("PodSpec");
     ASSERT_NE(spec, nullptr);
     const auto unknown = unknownFields(json::parse(R"({"containers": [{"name": "c", "foo": 1,
-        "resources": {"limts": {}}}], "bar": 2, "baz": 3})"), *spec, "spec", Report::AsApply);
+        "resources": {"limts": {}}}], "bar": 2, "baz": 3})"),
+                                       *spec, "spec", Report::AsApply);
     ASSERT_EQ(unknown.size(), 2u);
     EXPECT_EQ(unknown[0].keyPath, R"(spec.containers[name="c"].foo)");
     EXPECT_EQ(unknown[1].keyPath, "spec.bar");
@@ -48,7 +49,8 @@ TEST(KubeSchema, AnApplyNamesEachObjectsFieldsUpToItsFirstUnknownOne) {
 
 TEST(KubeSchema, FreeKeyMapsAreNeverUnknown) {
     EXPECT_TRUE(inPodSpec(R"({"nodeSelector": {"any": "x"}, "containers": [{"name": "c",
-        "resources": {"limits": {"akri.sh/cam": "1"}}}]})").empty());
+        "resources": {"limits": {"akri.sh/cam": "1"}}}]})")
+                    .empty());
 }
 
 }  // namespace

@@ -20,8 +20,8 @@
 #include "runtime/inventory.h"
 #include "runtime/live_info.h"
 #include "runtime/store.h"
-#include "tests/support/temp_dir.h"
 #include "tests/support/decide_now.h"
+#include "tests/support/temp_dir.h"
 
 namespace devlet {
 namespace {

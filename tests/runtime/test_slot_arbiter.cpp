@@ -3,13 +3,13 @@
 // answered here by hand as the slot Leases would), and given back when the request is then
 // refused or nobody waits for the answer any more.
 
-#include <gtest/gtest.h>
-
 #include <functional>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "runtime/inventory.h"
 #include "runtime/shared_slots.h"
@@ -67,7 +67,9 @@ protected:
         if (!decision_ || !std::holds_alternative<AllocationRefused>(*decision_)) return "<not refused>";
         return std::get<AllocationRefused>(*decision_).message;
     }
-    bool granted() const { return decision_ && std::holds_alternative<std::vector<ContainerGrant>>(*decision_); }
+    bool granted() const {
+        return decision_ && std::holds_alternative<std::vector<ContainerGrant>>(*decision_);
+    }
 
     NoObserver observer_;
     Inventory inventory_{"node-a", "akri.sh", nullptr, observer_};
@@ -112,7 +114,8 @@ TEST_F(SlotArbiterTest, ARequestRefusedAfterTheClusterAgreedGivesItsSlotsBack) {
     // One slot in two containers of one request: the local rule refuses it.
     ask({{"echo-8120fe-0"}, {"echo-8120fe-0"}});
     gate_.answer(Outcome::ok());
-    EXPECT_NE(refusal().find("is requested for two containers in one request"), std::string::npos) << refusal();
+    EXPECT_NE(refusal().find("is requested for two containers in one request"), std::string::npos)
+        << refusal();
     EXPECT_EQ(gate_.released, std::vector<std::string>{"echo-8120fe-0"});
     EXPECT_FALSE(arbiter_.slotHeld("echo-8120fe-0"));
     arbiter_.setSharedSlotGate(nullptr);

@@ -253,8 +253,8 @@ TEST_F(SlotRulesTest, ReconcileAdoptsSlotThatPodResourcesListsAsHeld) {
 TEST_F(SlotRulesTest, ReconcileDoesNotAdoptSlotUnderForeignResource) {
     setUpEcho(1);
     arbiter().reconcile(kubeletSays({{kFoo1Il, "echo-8120fe-0", "camera-app", "vision", ""},
-                                       {"akri.sh/other", "echo-a19705-0", "camera-app", "vision", ""}}),
-                          5s);
+                                     {"akri.sh/other", "echo-a19705-0", "camera-app", "vision", ""}}),
+                        5s);
     EXPECT_EQ(inventory_->slotsHeld(), 0u);
 }
 
@@ -277,8 +277,7 @@ TEST_F(SlotRulesTest, CheckpointListingASlotKeepsItHeldWhilePodResourcesListsNoP
                                             {kFoo1Il, "echo-a19705-0", "", "", "uid-b"}};
     for (int poll = 0; poll < 20; ++poll) {
         advance(5s);
-        auto reconciled =
-            arbiter().reconcile(KubeletEvidence{std::vector<PodDevice>{}, checkpoint, {}}, 5s);
+        auto reconciled = arbiter().reconcile(KubeletEvidence{std::vector<PodDevice>{}, checkpoint, {}}, 5s);
         EXPECT_TRUE(reconciled.checkpointLags);
     }
     EXPECT_EQ(holder("echo-8120fe-0"), kCl);
@@ -371,8 +370,7 @@ TEST_F(SlotRulesTest, HolderThroughAnotherResourceIsAConflictEventOnce) {
 TEST_F(SlotRulesTest, RequestForSeveralContainersIsGrantedWhole) {
     useStore();
     setUpEcho(2);
-    auto result =
-        decideNow(arbiter(), kCl, {{"echo-8120fe-0"}, {"echo-a19705-0", "echo-8120fe-1"}});
+    auto result = decideNow(arbiter(), kCl, {{"echo-8120fe-0"}, {"echo-a19705-0", "echo-8120fe-1"}});
     ASSERT_TRUE(std::holds_alternative<std::vector<ContainerGrant>>(result));
     const auto& grants = std::get<std::vector<ContainerGrant>>(result);
     ASSERT_EQ(grants.size(), 2u);
@@ -437,13 +435,15 @@ TEST_F(SlotRulesTest, NothingIsReleasedWithoutEvidenceForTheWholeGrace) {
     EXPECT_EQ(holder("echo-8120fe-0"), kCl);
     // The checkpoint still lists it: held, and the lag is said.
     PodDevice listed{kCl, "echo-8120fe-0", "", "", "uid-1"};
-    EXPECT_TRUE(arbiter()
-                    .reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::vector<PodDevice>{listed}, {}}, 1s)
-                    .checkpointLags);
+    EXPECT_TRUE(
+        arbiter()
+            .reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::vector<PodDevice>{listed}, {}}, 1s)
+            .checkpointLags);
     EXPECT_EQ(holder("echo-8120fe-0"), kCl);
     // Neither lists it, after the grace: released, in the store too.
-    EXPECT_FALSE(
-        arbiter().reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::vector<PodDevice>{}, {}}, 1s).checkpointLags);
+    EXPECT_FALSE(arbiter()
+                     .reconcile(KubeletEvidence{std::vector<PodDevice>{}, std::vector<PodDevice>{}, {}}, 1s)
+                     .checkpointLags);
     EXPECT_EQ(holder("echo-8120fe-0"), "");
     EXPECT_TRUE(store.slots().empty());
 }
@@ -478,9 +478,10 @@ TEST_F(SlotRulesTest, WhatTheKubeletReportsHeldIsAdoptedAndNamed) {
 TEST_F(SlotRulesTest, SlotsOfResourcesDevletDoesNotOfferAreLeftAlone) {
     setUpEcho(1);
     const std::uint64_t before = inventory().revision();  // moves with every event said
-    arbiter().reconcile(KubeletEvidence{std::vector<PodDevice>{{"gpu.intel.com/i915", "card0-0", "p", "ns", ""}},
-                                        std::nullopt, {}},
-                        1s);
+    arbiter().reconcile(
+        KubeletEvidence{
+            std::vector<PodDevice>{{"gpu.intel.com/i915", "card0-0", "p", "ns", ""}}, std::nullopt, {}},
+        1s);
     EXPECT_EQ(inventory().slotsHeld(), 0u);
     EXPECT_EQ(inventory().revision(), before);
 }

@@ -63,7 +63,8 @@ TEST_F(SlotLedgerTest, AHoldThroughAnotherResourceIsRefusedAndHoldsNothing) {
     const Outcome refused = ledger_->hold({slot(1, kIl), slot(0, kIl)});
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.code(), Refusal::HeldThroughOther);
-    EXPECT_EQ(refused.error(), "slot cams-8120fe-0 is already held through akri.sh/cams; one slot is never given twice");
+    EXPECT_EQ(refused.error(),
+              "slot cams-8120fe-0 is already held through akri.sh/cams; one slot is never given twice");
     EXPECT_EQ(ledger_->holder("cams-8120fe", 0)->holderResource, kCl);
     EXPECT_EQ(ledger_->holder("cams-8120fe", 1), nullptr);
     EXPECT_TRUE(recorder_.changes.empty());

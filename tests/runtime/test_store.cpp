@@ -216,8 +216,8 @@ TEST_F(StoreTest, AHoldThroughAnotherResourceIsRefusedAndWritesNothing) {
     auto store = openStore();
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->holdSlots({slot("cams-4294ea", 0, "akri.sh/cams")}));
-    const Outcome refused =
-        store->holdSlots({slot("cams-4294ea", 1, "akri.sh/cams-4294ea"), slot("cams-4294ea", 0, "akri.sh/cams-4294ea")});
+    const Outcome refused = store->holdSlots(
+        {slot("cams-4294ea", 1, "akri.sh/cams-4294ea"), slot("cams-4294ea", 0, "akri.sh/cams-4294ea")});
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.code(), StoreError::HeldThroughOther);
     EXPECT_NE(refused.error().find("slot cams-4294ea-0 is held through another resource"), std::string::npos)

@@ -18,7 +18,9 @@ inline SlotArbiter::Decision decideNow(SlotArbiter& arbiter, const std::string& 
     std::optional<SlotArbiter::Decision> decision;
     arbiter.allocate({resource, std::move(containers), nullptr},
                      [&decision](SlotArbiter::Decision d) { decision = std::move(d); });
-    if (!decision) return AllocationRefused{Refusal::Failed, {}, "the request for " + resource + " was not decided at once"};
+    if (!decision)
+        return AllocationRefused{
+            Refusal::Failed, {}, "the request for " + resource + " was not decided at once"};
     return std::move(*decision);
 }
 

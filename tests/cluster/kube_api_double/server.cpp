@@ -953,7 +953,6 @@ private:
         return text;
     }
 
-
     // A Warning header's text: in double quotes, '"' and '\\' escaped.
     static std::string quoted(const std::string& text) {
         std::string out = "\"";

@@ -502,7 +502,8 @@ std::vector<UnknownFieldPath> unknownFields(const ResourceType& type, const json
             out.push_back({std::string(item.key()), std::string(item.key())});
             if (report == kube_schema::Report::AsApply) break;
         } else if (const kube_schema::Type* part = partType(type, item.key())) {
-            for (auto& unknown : kube_schema::unknownFields(item.value(), *part, std::string(item.key()), report))
+            for (auto& unknown :
+                 kube_schema::unknownFields(item.value(), *part, std::string(item.key()), report))
                 out.push_back({std::move(unknown.path), std::move(unknown.keyPath)});
         }
     }
