@@ -20,7 +20,7 @@
 #include "daemon/status_command.h"
 #include "probes/echo/echo_handler.h"
 #include "probes/gpu/gpu_handler.h"
-#include "probes/gpu/gpu_probe_command.h"
+#include "daemon/gpu_probe_command.h"
 #include "probes/onvif/onvif_handler.h"
 #include "probes/usb/udev_handler.h"
 #include "runtime/configuration.h"

@@ -15,7 +15,7 @@
 
 #include <umockdev.h>
 
-#include "probes/gpu/gpu_probe_command.h"
+#include "daemon/gpu_probe_command.h"
 #include "probes/gpu/gpu_sysfs.h"
 #include "tests/probes/gpu/gpu_testbeds.h"
 

@@ -1,4 +1,4 @@
-#include "probes/gpu/gpu_probe_command.h"
+#include "daemon/gpu_probe_command.h"
 
 #include <fstream>
 #include <ostream>
