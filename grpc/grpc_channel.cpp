@@ -52,6 +52,11 @@ struct Call {
 
 class ClientConnection;
 
+// The channel is the only owner of its State. Asynchronous work (the connect, the retry
+// timer, a deadline, the connection's callbacks, a posted reply) holds a weak reference, so
+// once the channel is gone none of it runs; replies are always posted, never called from
+// the channel's own code, so a reply that destroys the channel cannot pull the State from
+// under a running handler.
 struct GrpcChannel::State : std::enable_shared_from_this<GrpcChannel::State> {
     State(boost::asio::io_context& loop, std::string path) : loop(loop), path(std::move(path)), retry(loop) {}
 
@@ -63,7 +68,6 @@ struct GrpcChannel::State : std::enable_shared_from_this<GrpcChannel::State> {
     bool connecting GUARDED_BY(loopThread) = false;
     boost::asio::steady_timer retry;
     std::chrono::milliseconds backoff GUARDED_BY(loopThread) = kFirstRetry;
-    bool alive GUARDED_BY(loopThread) = true;
 
     void connect() REQUIRES(loopThread);
     void submitWaiting() REQUIRES(loopThread);
@@ -290,7 +294,7 @@ void ClientConnection::onClosed() {
 }
 
 void GrpcChannel::State::connect() {
-    if (connecting || !alive) return;
+    if (connecting) return;
     connecting = true;
     auto socket = std::make_shared<boost::asio::local::stream_protocol::socket>(loop);
     socket->async_connect(
@@ -299,7 +303,6 @@ void GrpcChannel::State::connect() {
             auto self = weak.lock();
             if (!self) return;
             self->loopThread.check();
-            if (!self->alive) return;
             self->connecting = false;
             if (!ec) {
                 auto connection = std::make_shared<ClientConnection>(std::move(*socket), weak);
@@ -353,7 +356,7 @@ void GrpcChannel::State::finish(const std::shared_ptr<Call>& call, GrpcStatus st
         auto self = weak.lock();
         if (!self) return;
         self->loopThread.check();
-        if (self->alive) reply(status, response);
+        reply(status, response);
     });
 }
 
@@ -361,7 +364,6 @@ GrpcChannel::GrpcChannel(boost::asio::io_context& loop, std::string socketPath)
     : state_(std::make_shared<State>(loop, std::move(socketPath))) {}
 
 GrpcChannel::~GrpcChannel() {
-    state_->alive = false;
     state_->retry.cancel();
     for (const auto& call : state_->calls) {
         if (call->deadline) call->deadline->cancel();
