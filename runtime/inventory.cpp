@@ -506,11 +506,13 @@ void Inventory::holdsSettled() {
 }
 
 bool Inventory::placed(const Slot& slot) const {
+    loopThread_.check();
     auto c = configurations_.find(slot.configuration);
     return c != configurations_.end() && c->second.instances.count(slot.instance) > 0;
 }
 
 bool Inventory::sharedInstance(const Slot& slot) const {
+    loopThread_.check();
     auto c = configurations_.find(slot.configuration);
     if (c == configurations_.end()) return false;
     auto i = c->second.instances.find(slot.instance);
@@ -525,6 +527,7 @@ void Inventory::setLiveInfoDirectory(const std::string& stateDir) {
     liveFiles_ = std::make_unique<LiveFiles>(
         stateDir,
         [this](const std::string& slotId) -> std::optional<LiveDevice> {
+            loopThread_.check();
             auto [instance, index] = splitSlotId(slotId);
             const Slot* slot = ledger_.holder(instance, index);
             if (!slot) return std::nullopt;

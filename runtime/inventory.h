@@ -148,7 +148,10 @@ public:
     // The record of holders (the arbiter changes it; everyone may read it).
     const SlotLedger& ledger() const { return ledger_; }
     SlotLedger& ledger() { return ledger_; }
-    void setSlotPolicy(SlotPolicy* policy) { policy_ = policy; }
+    void setSlotPolicy(SlotPolicy* policy) {
+        loopThread_.beforeLoop();  // wiring
+        policy_ = policy;
+    }
     const Clock& clock() const { return clock_; }
     // Who offers a resource; nullopt when devlet does not.
     std::optional<ResourceFacts> offeredBy(const std::string& resource) const;
@@ -196,7 +199,10 @@ public:
     void setPublishScheduler(Scheduler scheduler) { scheduler_ = std::move(scheduler); }
     // The handlers whose slot preferences pick configuration-level slots (borrowed; they
     // outlive the inventory). Without them every configuration uses spread or pack.
-    void setHandlers(const HandlerRegistry& handlers) { handlers_ = &handlers; }
+    void setHandlers(const HandlerRegistry& handlers) {
+        loopThread_.beforeLoop();  // wiring
+        handlers_ = &handlers;
+    }
     // Keeps a live file for every container it grants devices to, under
     // `<stateDir>/pods/<allocation>/` (docs/live-info.md), mounted into the container.
     // Call before restoreSlots(), which rebuilds the files of the slots still held.
@@ -210,9 +216,15 @@ public:
     // server keeps what it rendered while the revision stays the same. It follows from
     // the changes themselves: a changed resource, a new event, a new holder or pod name in
     // the ledger, and the reports and allocations that always change what is shown (Edit).
-    std::uint64_t revision() const { return edits_ + marks_ + events_ + ledger_.revision(); }
+    std::uint64_t revision() const {
+        loopThread_.check();
+        return edits_ + marks_ + events_ + ledger_.revision();
+    }
     // Changes are gathered and not yet with the observer (a scheduled publication is due).
-    bool publicationPending() const { return publishScheduled_; }
+    bool publicationPending() const {
+        loopThread_.check();
+        return publishScheduled_;
+    }
     std::vector<ResourceState> resources() const;
     std::vector<ConfigurationView> view() const;
     // The instance-level resource name of an instance ("<domain>/<instance>").
@@ -279,35 +291,38 @@ private:
     // SlotLedger::Listener
     void holderChanged(const Slot& slot, const std::string& before) override;
 
-    SlotRef findSlot(const std::string& deviceId);
+    SlotRef findSlot(const std::string& deviceId) REQUIRES(loopThread_);
     // The instance's record, made if new; nullptr when its resource is another
     // configuration's (the clash is an event, once).
-    InstanceState* instanceRecord(ConfigurationState& c, const std::string& name);
-    void forgetInstanceRecords(const ConfigurationState& c);
+    InstanceState* instanceRecord(ConfigurationState& c, const std::string& name) REQUIRES(loopThread_);
+    void forgetInstanceRecords(const ConfigurationState& c) REQUIRES(loopThread_);
     // The configuration (and, for an instance-level resource, the instance) behind a resource.
-    std::pair<const ConfigurationState*, const InstanceState*> resolve(const std::string& resource) const;
+    std::pair<const ConfigurationState*, const InstanceState*> resolve(const std::string& resource) const
+        REQUIRES(loopThread_);
     bool slotHealthy(const ConfigurationState& c, const InstanceState& i, int index,
-                     const std::string& resource) const;
-    ResourceState buildResource(const ConfigurationState& c, const InstanceState* instance) const;
-    void resizeSlots(ConfigurationState& c, InstanceState& instance);
-    void dropInstance(ConfigurationState& c, const std::string& name);
-    void removeConfiguration(const std::string& name);
-    void saveInstance(const InstanceState& instance);
-    void markChanged(const ConfigurationState& c, const InstanceState* instance);
+                     const std::string& resource) const REQUIRES(loopThread_);
+    ResourceState buildResource(const ConfigurationState& c, const InstanceState* instance) const
+        REQUIRES(loopThread_);
+    void resizeSlots(ConfigurationState& c, InstanceState& instance) REQUIRES(loopThread_);
+    void dropInstance(ConfigurationState& c, const std::string& name) REQUIRES(loopThread_);
+    void removeConfiguration(const std::string& name) REQUIRES(loopThread_);
+    void saveInstance(const InstanceState& instance) REQUIRES(loopThread_);
+    void markChanged(const ConfigurationState& c, const InstanceState* instance) REQUIRES(loopThread_);
     // Gives the held slots of a configuration that was away (removed, or not loaded at a
     // restart) back to its instances.
-    void placeHeldSlots(ConfigurationState& c);
-    void publish();  // now, or scheduled (see setPublishScheduler)
+    void placeHeldSlots(ConfigurationState& c) REQUIRES(loopThread_);
+    void publish() REQUIRES(loopThread_);  // now, or scheduled (see setPublishScheduler)
     // Hands the observer just the slots of a configuration-level resource that changed;
     // false if it needs the full list instead.
-    bool publishSlots(const std::string& resource, const std::set<std::pair<std::string, int>>& slots);
-    void publishNow();
-    int freeSlots(const ConfigurationState& c, const InstanceState& i) const;
+    bool publishSlots(const std::string& resource, const std::set<std::pair<std::string, int>>& slots)
+        REQUIRES(loopThread_);
+    void publishNow() REQUIRES(loopThread_);
+    int freeSlots(const ConfigurationState& c, const InstanceState& i) const REQUIRES(loopThread_);
 
     // Live files (see setLiveInfoDirectory): what a held slot's file says.
-    LiveDevice liveDevice(const Slot& slot) const;
+    LiveDevice liveDevice(const Slot& slot) const REQUIRES(loopThread_);
     // The files that describe an instance's slots are rewritten at the next publish().
-    void liveChanged(const std::string& instance);
+    void liveChanged(const std::string& instance) REQUIRES(loopThread_);
 
     std::string nodeName_;
     std::string domain_;
@@ -316,29 +331,33 @@ private:
     Clock clock_;
     SlotLedger ledger_;
 
-    std::map<std::string, ConfigurationState> configurations_;
-    std::map<std::string, ResourceOwner> owners_;        // every offered resource's owner
-    std::map<std::string, std::string> instanceOwners_;  // instance -> configuration
-    std::set<std::string> reportedClashes_;              // instances refused their resource, said once each
-    std::set<std::string> changed_;                      // resources to re-publish
+    ThreadBound loopThread_;  // every public member is called on the loop thread
+    std::map<std::string, ConfigurationState> configurations_ GUARDED_BY(loopThread_);
+    std::map<std::string, ResourceOwner> owners_ GUARDED_BY(loopThread_);  // every offered resource's owner
+    std::map<std::string, std::string> instanceOwners_ GUARDED_BY(loopThread_);  // instance -> configuration
+    std::set<std::string> reportedClashes_
+        GUARDED_BY(loopThread_);  // instances refused their resource, said once each
+    std::set<std::string> changed_ GUARDED_BY(loopThread_);  // resources to re-publish
     // Slots (instance, index) whose holder changed, by configuration-level resource: sent
     // as changes unless the resource is in changed_ too.
-    std::map<std::string, std::set<std::pair<std::string, int>>> slotChanges_;
-    std::set<std::string> published_;  // resources the observer knows
+    std::map<std::string, std::set<std::pair<std::string, int>>> slotChanges_ GUARDED_BY(loopThread_);
+    std::set<std::string> published_ GUARDED_BY(loopThread_);  // resources the observer knows
     Scheduler scheduler_;
     // Probe reports whose changes are not handed to the observer yet: configuration and
     // when the report arrived (the start of the event-to-ListAndWatch latency).
-    std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> unpublishedReports_;
-    std::uint64_t marks_ = 0;   // resources marked changed so far (tells whether a report changed any)
-    std::uint64_t events_ = 0;  // events said so far
-    std::uint64_t edits_ = 0;   // Edits closed so far
-    std::map<std::string, AllocationCounts> allocationCounts_;
-    const HandlerRegistry* handlers_ = nullptr;
-    SlotPolicy* policy_ = nullptr;                    // the arbiter; null: every free slot is offered
-    std::map<std::string, std::string> unconfirmed_;  // held slot id -> why its hold is not confirmed
-    std::unique_ptr<LiveFiles> liveFiles_;            // null: no live files
-    bool publishScheduled_ = false;
-    ThreadBound loopThread_;  // every public member is called on the loop thread
+    std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> unpublishedReports_
+        GUARDED_BY(loopThread_);
+    std::uint64_t marks_ GUARDED_BY(loopThread_) =
+        0;  // resources marked changed so far (tells whether a report changed any)
+    std::uint64_t events_ GUARDED_BY(loopThread_) = 0;  // events said so far
+    std::uint64_t edits_ GUARDED_BY(loopThread_) = 0;   // Edits closed so far
+    std::map<std::string, AllocationCounts> allocationCounts_ GUARDED_BY(loopThread_);
+    const HandlerRegistry* handlers_ GUARDED_BY(loopThread_) = nullptr;
+    SlotPolicy* policy_ GUARDED_BY(loopThread_) = nullptr;  // the arbiter; null: every free slot is offered
+    std::map<std::string, std::string> unconfirmed_
+        GUARDED_BY(loopThread_);            // held slot id -> why its hold is not confirmed
+    std::unique_ptr<LiveFiles> liveFiles_;  // null: no live files
+    bool publishScheduled_ GUARDED_BY(loopThread_) = false;
 };
 
 }  // namespace devlet

@@ -11,6 +11,7 @@
 namespace devlet {
 
 void Inventory::holderChanged(const Slot& slot, const std::string& before) {
+    loopThread_.check();
     auto cit = configurations_.find(slot.configuration);
     if (cit == configurations_.end() || !cit->second.instances.count(slot.instance)) return;
     const ConfigurationState& c = cit->second;
@@ -93,6 +94,7 @@ ResourceState Inventory::buildResource(const ConfigurationState& c, const Instan
     ResourceState state;
     state.configuration = c.configuration.name;
     auto add = [&](const InstanceState& i, const std::string& resource) {
+        loopThread_.check();  // a lambda of its own to the analysis
         for (int k = 0; k < i.slotCount; ++k) {
             state.devices.push_back({slotId(i.name, k), slotHealthy(c, i, k, resource), i.device.numaNode});
         }
@@ -138,6 +140,7 @@ void Inventory::publish() {
         return;
     publishScheduled_ = true;
     scheduler_([this] {
+        loopThread_.check();
         publishScheduled_ = false;
         Edit edit(*this);  // the publication latency is shown
         publishNow();

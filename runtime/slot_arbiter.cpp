@@ -117,6 +117,7 @@ void SlotArbiter::allocate(Request request, std::function<void(Decision)> done) 
             done(refuse(Refusal::ClusterRefused, {}, taken.error()));  // its code says why
             return;
         }
+        loopThread_.check();  // the cluster's answer arrives on the loop
         Decision decision = refuse(Refusal::Failed, {}, "not decided");
         try {
             decision = decide(*pending);
@@ -131,6 +132,7 @@ void SlotArbiter::allocate(Request request, std::function<void(Decision)> done) 
 SlotArbiter::Decision SlotArbiter::decide(const Request& request) {
     const std::string& resource = request.resource;
     Decision decision = [&]() -> Decision {
+        loopThread_.check();  // a lambda of its own to the analysis
         std::optional<ResourceFacts> offered = inventory_.offeredBy(resource);
         if (!offered) return refuse(Refusal::NotOffered, {}, "devlet does not offer " + resource);
         if (request.containers.empty())
@@ -355,6 +357,7 @@ void SlotArbiter::instanceFound(const std::string& instance) {
 // Cluster mode
 
 const std::string* SlotArbiter::withheld(const std::string& slotId, bool shared) const {
+    loopThread_.check();
     if (shared && !clusterUnavailable_.empty()) return &clusterUnavailable_;
     if (heldElsewhere_.empty()) return nullptr;
     auto elsewhere = heldElsewhere_.find(slotId);
@@ -402,6 +405,7 @@ std::vector<std::string> SlotArbiter::heldSharedSlots() const {
 void SlotArbiter::holderChanged(const Slot& slot, const std::string& before) {
     // Freed here: another node may have it. A slot whose device went away with its
     // configuration keeps its Lease until the Lease lapses.
+    loopThread_.check();
     if (gate_ && !slot.held() && !before.empty() && inventory_.sharedInstance(slot))
         gate_->release(slot.deviceId);
 }

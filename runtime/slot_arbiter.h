@@ -77,12 +77,18 @@ public:
     // --- cluster mode -----------------------------------------------------------------
     // Told when a slot of a shared device is freed, and asked before one is given
     // (borrowed; null: shared slots are counted on this node alone).
-    void setSharedSlotGate(SharedSlotGate* gate) { gate_ = gate; }
+    void setSharedSlotGate(SharedSlotGate* gate) {
+        loopThread_.check();
+        gate_ = gate;
+    }
     // While cluster mode cannot tell who holds what (the API unreachable, not yet listed),
     // `why`: every free slot of a shared device is then Unhealthy and refused with it.
     // Empty: shared slots are offered again (but those setHeldElsewhere names).
     void setClusterUnavailable(std::string why);
-    const std::string& clusterUnavailable() const { return clusterUnavailable_; }
+    const std::string& clusterUnavailable() const {
+        loopThread_.check();
+        return clusterUnavailable_;
+    }
     // Free slots this node may not offer, and why: listed Unhealthy and refused until
     // the next call leaves them out. Slots this node holds are never affected.
     void setHeldElsewhere(std::map<std::string, std::string> slotReasons);
@@ -102,40 +108,46 @@ private:
     // The local rules for one container's slots; `taken` collects the request's slots so
     // far (one slot is never in two containers of a request).
     Checked checkContainer(const std::string& resource, const ResourceFacts& offered,
-                           const std::vector<std::string>& deviceIds, std::set<std::string>& taken) const;
+                           const std::vector<std::string>& deviceIds, std::set<std::string>& taken) const
+        REQUIRES(loopThread_);
     // Checks every container, holds every slot (durable first) and builds the grants; or
     // refuses, holding nothing.
-    Decision decide(const Request& request);
-    std::vector<std::string> sharedSlotsIn(const Request& request) const;
+    Decision decide(const Request& request) REQUIRES(loopThread_);
+    std::vector<std::string> sharedSlotsIn(const Request& request) const REQUIRES(loopThread_);
 
     // The kubelet's word: takes what it reports held that devlet does not record; a slot
     // held through another resource than devlet's record says is a conflict, said once.
-    void adopt(const std::vector<PodDevice>& reported, const std::string& source);
-    bool releasable(const SlotLedger::Entry& held, std::chrono::milliseconds grace, bool& lags) const;
+    void adopt(const std::vector<PodDevice>& reported, const std::string& source) REQUIRES(loopThread_);
+    bool releasable(const SlotLedger::Entry& held, std::chrono::milliseconds grace, bool& lags) const
+        REQUIRES(loopThread_);
 
     // SlotPolicy: what the inventory asks while it lists slots.
     const std::string* withheld(const std::string& slotId, bool shared) const override;
-    bool clusterMode() const override { return gate_ != nullptr; }
+    bool clusterMode() const override {
+        loopThread_.check();
+        return gate_ != nullptr;
+    }
     void instanceFound(const std::string& instance) override;
     // SlotLedger::Listener: a freed shared slot goes back to the cluster.
     void holderChanged(const Slot& slot, const std::string& before) override;
 
     Inventory& inventory_;
     SlotLedger& ledger_;
-    SharedSlotGate* gate_ = nullptr;                    // null: not in cluster mode
-    std::string clusterUnavailable_;                    // why no free shared slot is offered; empty: they are
-    std::map<std::string, std::string> heldElsewhere_;  // slot id -> why it is not offered here
+    ThreadBound loopThread_;
+    SharedSlotGate* gate_ GUARDED_BY(loopThread_) = nullptr;  // null: not in cluster mode
+    // Why no free shared slot is offered; empty: they are.
+    std::string clusterUnavailable_ GUARDED_BY(loopThread_);
+    std::map<std::string, std::string> heldElsewhere_ GUARDED_BY(loopThread_);  // slot id -> why not here
     // The latest evidence, by (resource, device id): what PodResources listed, what the
     // checkpoint listed, and whether absence from them counts (evidenceTrusted_).
-    std::set<std::pair<std::string, std::string>> podsHeld_;
-    std::set<std::pair<std::string, std::string>> checkpointHeld_;
-    std::multimap<std::string, PodDevice> lastHolders_;  // both sources, by instance
-    bool evidenceTrusted_ = false;
+    std::set<std::pair<std::string, std::string>> podsHeld_ GUARDED_BY(loopThread_);
+    std::set<std::pair<std::string, std::string>> checkpointHeld_ GUARDED_BY(loopThread_);
+    std::multimap<std::string, PodDevice> lastHolders_ GUARDED_BY(loopThread_);  // both sources, by instance
+    bool evidenceTrusted_ GUARDED_BY(loopThread_) = false;
     // Conflicts between the kubelet's word and devlet's record, said once while they last.
-    std::set<std::string> reportedConflicts_;
-    std::set<std::string> conflictsNow_;  // seen by the adoption under way
-    Lifetime lifetime_;                   // the cluster's answers arrive after the request
-    ThreadBound loopThread_;
+    std::set<std::string> reportedConflicts_ GUARDED_BY(loopThread_);
+    std::set<std::string> conflictsNow_ GUARDED_BY(loopThread_);  // seen by the adoption under way
+    Lifetime lifetime_;  // the cluster's answers arrive after the request
 };
 
 }  // namespace devlet

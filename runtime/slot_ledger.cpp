@@ -71,6 +71,7 @@ SlotLedger::Held* SlotLedger::find(const std::string& instance, int index) {
 }
 
 const Slot* SlotLedger::holder(const std::string& instance, int index) const {
+    loopThread_.check();
     auto i = held_.find(instance);
     if (i == held_.end()) return nullptr;
     auto k = i->second.find(index);
@@ -78,26 +79,31 @@ const Slot* SlotLedger::holder(const std::string& instance, int index) const {
 }
 
 bool SlotLedger::anyHeld(const std::string& instance) const {
+    loopThread_.check();
     return held_.count(instance) > 0;
 }
 
 int SlotLedger::highestHeld(const std::string& instance) const {
+    loopThread_.check();
     auto i = held_.find(instance);
     return i == held_.end() || i->second.empty() ? -1 : i->second.rbegin()->first;
 }
 
 std::size_t SlotLedger::heldBy(const std::string& instance) const {
+    loopThread_.check();
     auto i = held_.find(instance);
     return i == held_.end() ? 0 : i->second.size();
 }
 
 std::size_t SlotLedger::size() const {
+    loopThread_.check();
     std::size_t held = 0;
     for (const auto& [instance, slots] : held_) held += slots.size();
     return held;
 }
 
 std::vector<Slot> SlotLedger::heldFor(const std::string& configuration) const {
+    loopThread_.check();
     std::vector<Slot> result;
     for (const auto& [instance, slots] : held_) {
         for (const auto& [index, held] : slots) {
@@ -108,6 +114,7 @@ std::vector<Slot> SlotLedger::heldFor(const std::string& configuration) const {
 }
 
 std::string SlotLedger::instanceDeviceId(const std::string& instance) const {
+    loopThread_.check();
     auto i = held_.find(instance);
     return i == held_.end() || i->second.empty() ? std::string() : i->second.begin()->second.instanceDeviceId;
 }
@@ -200,6 +207,7 @@ void SlotLedger::namePod(const std::string& instance, int index, const std::stri
 }
 
 std::vector<SlotLedger::Entry> SlotLedger::entries() const {
+    loopThread_.check();
     std::vector<Entry> result;
     for (const auto& [instance, slots] : held_) {
         for (const auto& [index, held] : slots) result.push_back({held.slot, held.lastConfirmed});

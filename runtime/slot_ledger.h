@@ -57,7 +57,10 @@ public:
     // The handler's id of a held instance's device, for when its configuration returns.
     std::string instanceDeviceId(const std::string& instance) const;
     // Changes whenever a holder or a pod name changes.
-    std::uint64_t revision() const { return revision_; }
+    std::uint64_t revision() const {
+        loopThread_.check();
+        return revision_;
+    }
 
     // --- changing ----------------------------------------------------------------
     // Holds the slots through their `holderResource`: durable first (one synced
@@ -84,8 +87,14 @@ public:
 
     // Several listeners: the inventory (its device lists and events), the arbiter (a
     // shared slot freed goes back to the cluster) and the live files.
-    void addListener(Listener& listener) { listeners_.push_back(&listener); }
-    void removeListener(Listener& listener) { std::erase(listeners_, &listener); }
+    void addListener(Listener& listener) {
+        loopThread_.beforeLoop();  // wiring
+        listeners_.push_back(&listener);
+    }
+    void removeListener(Listener& listener) {
+        loopThread_.beforeLoop();  // wiring
+        std::erase(listeners_, &listener);
+    }
 
 private:
     struct Held {
@@ -95,17 +104,18 @@ private:
         // listing it. The release grace counts from here.
         std::chrono::steady_clock::time_point lastConfirmed{};
     };
-    Held* find(const std::string& instance, int index);
-    void place(Held held);
-    void holderChanged(const Slot& slot, const std::string& before);
-    void event(const std::string& level, const std::string& subject, const std::string& message);
+    Held* find(const std::string& instance, int index) REQUIRES(loopThread_);
+    void place(Held held) REQUIRES(loopThread_);
+    void holderChanged(const Slot& slot, const std::string& before) REQUIRES(loopThread_);
+    void event(const std::string& level, const std::string& subject, const std::string& message)
+        REQUIRES(loopThread_);
 
+    ThreadBound loopThread_;  // every public member is called on the loop thread
     Store* store_;
     const Clock& clock_;
-    std::vector<Listener*> listeners_;
-    std::map<std::string, std::map<int, Held>> held_;  // by instance, then index
-    std::uint64_t revision_ = 0;
-    ThreadBound loopThread_;  // every public member is called on the loop thread
+    std::vector<Listener*> listeners_ GUARDED_BY(loopThread_);
+    std::map<std::string, std::map<int, Held>> held_ GUARDED_BY(loopThread_);  // by instance, then index
+    std::uint64_t revision_ GUARDED_BY(loopThread_) = 0;
 };
 
 // "<instance>-<k>" -> ("<instance>", k); k = -1 when the id has no slot suffix.

@@ -22,6 +22,11 @@ namespace devlet {
 
 class CAPABILITY("loop thread") ThreadBound {
 public:
+    // For the wiring done before any loop runs the object (a constructor, the composition
+    // root connecting its parts): the object is not shared yet, so nothing is checked and
+    // no thread is bound; the loop thread binds at its first check().
+    void beforeLoop() const ASSERT_CAPABILITY(this) {}
+
 #ifdef NDEBUG
     void check(const char* = nullptr, const char* = nullptr, unsigned = 0) const ASSERT_CAPABILITY(this) {}
     void release() {}
