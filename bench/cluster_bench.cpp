@@ -164,10 +164,11 @@ int main(int argc, char** argv) {
     int idle = 30;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i];
-        if (flag == "--slots")
-            slots = std::atoi(argv[i + 1]);
-        else if (flag == "--idle-seconds")
-            idle = std::atoi(argv[i + 1]);
+        const std::optional<int> value = devlet::bench::parseInt(argv[i + 1]);
+        if (flag == "--slots" && value)
+            slots = *value;
+        else if (flag == "--idle-seconds" && value)
+            idle = *value;
         else {
             std::fprintf(stderr, "usage: cluster_bench [--slots N] [--idle-seconds S]\n");
             return 2;

@@ -348,6 +348,7 @@ private:
     // The kubelet restarts (wiping every socket); devlet registers every plugin again.
     void kubeletRestart() {
         std::vector<std::string> resources;
+        resources.reserve(model_.size());
         for (const auto& [resource, state] : model_) resources.push_back(resource);
         const double daemonCpu = cpuMs(daemon_.pid());
         const double ownCpu = ownCpuMs();

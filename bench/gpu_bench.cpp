@@ -9,11 +9,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <unistd.h>
 
+#include "bench/command_line.h"
 #include "probes/gpu/gpu_classifier.h"
 #include "probes/gpu/gpu_sysfs.h"
 
@@ -54,10 +56,11 @@ void addCard(const fs::path& root, int n) {
         write(pci / ("tile" + std::to_string(t)) / "physical_vram_size_bytes", "8589934592");
     const std::string card = "card" + std::to_string(n);
     const std::string render = "renderD" + std::to_string(128 + n);
+    const std::string drm = "../../" + devpath + "/drm/";
     for (const std::string& name : {card, render}) {
         link(pci / "drm" / name / "device", "../..");
         write(pci / "drm" / name / "dev", "226:0");
-        link(root / "sys/class/drm" / name, "../../" + devpath + "/drm/" + name);
+        link(root / "sys/class/drm" / name, drm + name);
         write(root / "dev/dri" / name, "");
     }
     link(root / "dev/dri/by-path" / ("pci-" + address + "-card"), "../" + card);
@@ -103,7 +106,14 @@ Figures measure(int cards, int passes) {
 
 int main(int argc, char** argv) {
     int passes = 200;
-    if (argc == 3 && std::string(argv[1]) == "--passes") passes = std::max(1, std::atoi(argv[2]));
+    if (argc == 3 && std::string(argv[1]) == "--passes") {
+        const std::optional<int> given = devlet::bench::parseInt(argv[2]);
+        if (!given) {
+            std::fprintf(stderr, "usage: gpu_bench [--passes N]\n");
+            return 2;
+        }
+        passes = std::max(1, *given);
+    }
     std::printf("gpu full scan (sysfs pass + classification), %d passes each\n", passes);
     const Figures one = measure(1, passes);
     const Figures sixteen = measure(16, passes);

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "bench/arrival_tracker.h"
+#include "bench/command_line.h"
 #include "probes/onvif/soap_wire.h"
 #include "runtime/naming.h"
 #include "tests/probes/onvif/network_lab.h"
@@ -360,17 +361,21 @@ int parse(int argc, char** argv, Options& options) {
         const std::string arg = argv[i];
         if (i + 1 >= argc) return 2;
         const std::string value = argv[++i];
-        if (arg == "--cycles") {
-            options.cycles = std::atoi(value.c_str());
-        } else if (arg == "--baseline-cycles") {
-            options.baselineCycles = std::atoi(value.c_str());
-        } else if (arg == "--unicast-cameras") {
-            options.unicastCameras = std::atoi(value.c_str());
+        const std::optional<int> number = parseInt(value);
+        if (arg == "--cycles" && number) {
+            options.cycles = *number;
+        } else if (arg == "--baseline-cycles" && number) {
+            options.baselineCycles = *number;
+        } else if (arg == "--unicast-cameras" && number) {
+            options.unicastCameras = *number;
         } else if (arg == "--cameras") {
             options.fleets.clear();
             std::istringstream list(value);
-            for (std::string n; std::getline(list, n, ',');)
-                if (std::atoi(n.c_str()) > 0) options.fleets.push_back(std::min(std::atoi(n.c_str()), 230));
+            for (std::string n; std::getline(list, n, ',');) {
+                const std::optional<int> cameras = parseInt(n);
+                if (!cameras) return 2;
+                if (*cameras > 0) options.fleets.push_back(std::min(*cameras, 230));
+            }
         } else {
             return 2;
         }

@@ -247,7 +247,8 @@ int run(const Options& options) {
     }
     double cpuSum = 0;
     for (const Sample& s : samples) cpuSum += s.cpuPercent;
-    std::printf("devlet CPU: %.1f %% of one CPU on average\n", samples.empty() ? 0 : cpuSum / samples.size());
+    std::printf("devlet CPU: %.1f %% of one CPU on average\n",
+                samples.empty() ? 0 : cpuSum / static_cast<double>(samples.size()));
     std::printf("final state: %s%s\n",
                 disagreements.empty() ? "the kubelet sees exactly what it holds"
                                       : ("DISAGREES: " + disagreements.front()).c_str(),

@@ -81,7 +81,10 @@ unsigned short freePort() {
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+        ::close(fd);
+        throw std::runtime_error("cannot bind a loopback socket to find a free port");
+    }
     socklen_t length = sizeof address;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
     ::close(fd);
@@ -155,6 +158,7 @@ public:
             ::dup2(fd, 1);
             ::dup2(fd, 2);
             std::vector<char*> argv;
+            argv.reserve(args.size() + 1);
             for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
             argv.push_back(nullptr);
             ::execv(argv[0], argv.data());

@@ -46,6 +46,7 @@ Samples run(int rounds) {
     Samples samples;
     // As many rows as 1,000 instances with one pod each: the table Allocate writes into.
     std::vector<Slot> background;
+    background.reserve(1000);
     for (int i = 0; i < 1000; ++i) background.push_back(slot(i, 0));
     if (auto outcome = store->holdSlots(background); !outcome) throw std::runtime_error(outcome.error());
     for (int i = 0; i < rounds; ++i) {
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
     std::printf("store_bench: %d rounds x %d runs in %s (TMPDIR)\n", rounds, runs, tmp ? tmp : "/tmp");
     try {
         std::vector<Samples> all;
+        all.reserve(runs);
         for (int r = 0; r < runs; ++r) all.push_back(run(rounds));
         struct Row {
             const char* name;
@@ -113,6 +115,7 @@ int main(int argc, char** argv) {
         std::printf("\n%-44s %10s  %s\n", "figure", runs > 1 ? "median" : "value", "(runs)");
         for (const Row& row : rows) {
             std::vector<double> values;
+            values.reserve(all.size());
             for (const Samples& s : all) values.push_back(percentile(s.*row.samples, row.p));
             std::printf("%-44s %7.3f ms  (", row.name, median(values));
             for (double v : values) std::printf(" %.3f", v);

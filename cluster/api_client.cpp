@@ -138,7 +138,7 @@ void ApiClient::Impl::watchQueueDeadlines() {
     });
 }
 
-bool ApiClient::Impl::expire(std::shared_ptr<Call> call) {
+bool ApiClient::Impl::expire(const std::shared_ptr<Call>& call) {
     // Timed out without an answer: unreachable, unless the server answered something
     // meanwhile (it is slow on the call ahead, not gone).
     if (state.lastAnswer < call->queuedAt) state.reachable = false;
@@ -153,7 +153,7 @@ void ApiClient::Impl::updateWaiting() {
             state.waitingSince = call->waitingSince;
 }
 
-void ApiClient::Impl::send(std::shared_ptr<Call> call) {
+void ApiClient::Impl::send(const std::shared_ptr<Call>& call) {
     ++call->attempts;
     std::string error;
     auto request = makeRequest(call->verb, call->target, call->body, call->contentType, error);
@@ -164,14 +164,15 @@ void ApiClient::Impl::send(std::shared_ptr<Call> call) {
     }
     if (!connection) connection = std::make_shared<Connection>(loop, tls, config, options);
     if (connection->isOpen()) return exchange(call, request, /*reused=*/true);
-    connection->open(lifetime.guard([this, call, request](std::string error) {
+    connection->open(lifetime.guard([this, call, request](const std::string& error) {
         if (!error.empty()) return failed(call, error, /*sent=*/false);
         exchange(call, request, false);
     }),
                      call->deadline);
 }
 
-void ApiClient::Impl::exchange(std::shared_ptr<Call> call, std::shared_ptr<Request> request, bool reused) {
+void ApiClient::Impl::exchange(const std::shared_ptr<Call>& call, const std::shared_ptr<Request>& request,
+                               bool reused) {
     ++state.requests;
     const auto timeout = within(options.requestTimeout, call->deadline);
     auto answer = [this, call, reused](beast::error_code ec, Response response) {
@@ -195,7 +196,7 @@ void ApiClient::Impl::exchange(std::shared_ptr<Call> call, std::shared_ptr<Reque
     connection->exchange(request, timeout, lifetime.guard(std::move(answer)));
 }
 
-void ApiClient::Impl::failed(std::shared_ptr<Call> call, const std::string& message, bool sent) {
+void ApiClient::Impl::failed(const std::shared_ptr<Call>& call, const std::string& message, bool sent) {
     busy = false;
     state.reachable = false;
     // What was never sent is safe to send again; what was sent only when idempotent.
@@ -209,14 +210,14 @@ void ApiClient::Impl::failed(std::shared_ptr<Call> call, const std::string& mess
     pump();
 }
 
-void ApiClient::Impl::answered(std::shared_ptr<Call> call, Response response) {
+void ApiClient::Impl::answered(const std::shared_ptr<Call>& call, Response response) {
     busy = false;
     state.reachable = true;
     state.lastAnswer = Clock::now();
     call->waitingSince.reset();
     updateWaiting();
     ApiResult result;
-    result.code = response.result_int();
+    result.code = static_cast<int>(response.result_int());
     result.attempts = call->attempts;
     readStatus(result, response.body());
     if (result.code == 401) token.invalidate();  // a rotated token is read again
@@ -242,7 +243,7 @@ bool ApiClient::Impl::mayRetry(const Call& call, std::chrono::milliseconds delay
     return !call.deadline || Clock::now() + delay < *call.deadline;
 }
 
-void ApiClient::Impl::retryLater(std::shared_ptr<Call> call, std::chrono::milliseconds delay,
+void ApiClient::Impl::retryLater(const std::shared_ptr<Call>& call, std::chrono::milliseconds delay,
                                  const std::string& why) {
     ++state.retries;
     log.debug() << call->verb << " " << call->target << ": " << why << "; again in " << delay.count()
@@ -261,7 +262,7 @@ void ApiClient::Impl::retryLater(std::shared_ptr<Call> call, std::chrono::millis
     });
 }
 
-bool ApiClient::Impl::finish(std::shared_ptr<Call> call, ApiResult result) {
+bool ApiClient::Impl::finish(const std::shared_ptr<Call>& call, ApiResult result) {
     std::erase(pending, call);
     updateWaiting();
     if (result.code == 0 || result.code >= 500 || result.code == 401 || result.code == 403 ||
@@ -317,14 +318,14 @@ ApiClient::~ApiClient() {
     impl_->stop();
 }
 
-#define DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done)                          \
-    if (!impl_->tlsProblem.empty()) {                                     \
-        auto refuse = [impl = impl_.get(), done = std::move(done)] {      \
-            if (done) done(transportFailure(impl->tlsProblem));           \
-        };                                                                \
-        net::post(impl_->loop, impl_->lifetime.guard(std::move(refuse))); \
-        return;                                                           \
-    }
+bool ApiClient::Impl::refuseIfTlsUnusable(ResultHandler& done) {
+    if (tlsProblem.empty()) return false;
+    auto refuse = [this, done = std::move(done)] {
+        if (done) done(transportFailure(tlsProblem));
+    };
+    net::post(loop, lifetime.guard(std::move(refuse)));
+    return true;
+}
 
 void ApiClient::get(const std::string& path, ResultHandler done, CallOptions options) {
     loopThread_.check();
@@ -334,7 +335,7 @@ void ApiClient::get(const std::string& path, ResultHandler done, CallOptions opt
 void ApiClient::list(const std::string& path, const std::string& query, ResultHandler done,
                      CallOptions options) {
     loopThread_.check();
-    DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
+    if (impl_->refuseIfTlsUnusable(done)) return;
     impl_->enqueue(makeCall(http::verb::get, query.empty() ? path : path + "?" + query, "", "", true,
                             std::move(done), options));
 }
@@ -342,7 +343,7 @@ void ApiClient::list(const std::string& path, const std::string& query, ResultHa
 void ApiClient::create(const std::string& collection, const json::value& object, ResultHandler done,
                        CallOptions options) {
     loopThread_.check();
-    DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
+    if (impl_->refuseIfTlsUnusable(done)) return;
     // Not idempotent: a create that reached the server before the connection broke would
     // come back as AlreadyExists, and the caller must decide what that means.
     impl_->enqueue(makeCall(http::verb::post, collection, json::serialize(object), "application/json", false,
@@ -352,7 +353,7 @@ void ApiClient::create(const std::string& collection, const json::value& object,
 void ApiClient::replace(const std::string& path, const json::value& object, ResultHandler done,
                         CallOptions options) {
     loopThread_.check();
-    DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
+    if (impl_->refuseIfTlsUnusable(done)) return;
     impl_->enqueue(makeCall(http::verb::put, path, json::serialize(object), "application/json", true,
                             std::move(done), options));
 }
@@ -360,7 +361,7 @@ void ApiClient::replace(const std::string& path, const json::value& object, Resu
 void ApiClient::apply(const std::string& path, const json::value& object, const std::string& fieldManager,
                       bool force, ResultHandler done, CallOptions options) {
     loopThread_.check();
-    DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
+    if (impl_->refuseIfTlsUnusable(done)) return;
     // Strict: a field the API server does not know fails the request instead of being dropped
     // (Kubernetes 1.27 and later; older servers ignore the parameter).
     std::string target = path + "?fieldManager=" + queryEscape(fieldManager) + (force ? "&force=true" : "") +
@@ -372,7 +373,7 @@ void ApiClient::apply(const std::string& path, const json::value& object, const 
 void ApiClient::remove(const std::string& path, const DeletePreconditions& preconditions, ResultHandler done,
                        CallOptions call) {
     loopThread_.check();
-    DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE(done);
+    if (impl_->refuseIfTlsUnusable(done)) return;
     json::object options{
         {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}};
     json::object conditions;
@@ -383,8 +384,6 @@ void ApiClient::remove(const std::string& path, const DeletePreconditions& preco
     impl_->enqueue(makeCall(http::verb::delete_, path, json::serialize(options), "application/json", true,
                             std::move(done), call));
 }
-
-#undef DEVLET_KUBE_REFUSE_IF_TLS_UNUSABLE
 
 void ApiClient::stop() {
     loopThread_.check();

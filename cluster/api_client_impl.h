@@ -24,7 +24,7 @@ namespace devlet::kube {
 
 // One call as it waits, is sent and is retried.
 struct Call {
-    boost::beast::http::verb verb;
+    boost::beast::http::verb verb = boost::beast::http::verb::unknown;
     std::string target;
     std::string body;
     std::string contentType;
@@ -61,19 +61,22 @@ struct ApiClient::Impl {
     void enqueue(std::shared_ptr<Call> call);
     // Cancels every call; no callback runs afterwards.
     void stop();
+    // When TLS cannot be used, answers `done` with why (posted, not at once) and returns true.
+    bool refuseIfTlsUnusable(ResultHandler& done);
 
     void pump();
     void watchQueueDeadlines();
     // Both answer `call` and return false when its callback stopped or destroyed the client.
-    bool expire(std::shared_ptr<Call> call);
+    bool expire(const std::shared_ptr<Call>& call);
     void updateWaiting();
-    void send(std::shared_ptr<Call> call);
-    void exchange(std::shared_ptr<Call> call, std::shared_ptr<Request> request, bool reused);
-    void failed(std::shared_ptr<Call> call, const std::string& message, bool sent);
-    void answered(std::shared_ptr<Call> call, Response response);
+    void send(const std::shared_ptr<Call>& call);
+    void exchange(const std::shared_ptr<Call>& call, const std::shared_ptr<Request>& request, bool reused);
+    void failed(const std::shared_ptr<Call>& call, const std::string& message, bool sent);
+    void answered(const std::shared_ptr<Call>& call, Response response);
     bool mayRetry(const Call& call, std::chrono::milliseconds delay) const;
-    void retryLater(std::shared_ptr<Call> call, std::chrono::milliseconds delay, const std::string& why);
-    bool finish(std::shared_ptr<Call> call, ApiResult result);
+    void retryLater(const std::shared_ptr<Call>& call, std::chrono::milliseconds delay,
+                    const std::string& why);
+    bool finish(const std::shared_ptr<Call>& call, ApiResult result);
 
     boost::asio::io_context& loop;
     Kubeconfig config;

@@ -66,8 +66,8 @@ void Connection::open(Opened done, std::optional<Clock::time_point> deadline) {
     beast::get_lowest_layer(*stream_).expires_after(within(options_.connectTimeout, deadline));
     resolver_.async_resolve(
         config_.host, config_.port,
-        [self = shared_from_this(), done, deadline](const beast::error_code& ec,
-                                                    tcp::resolver::results_type results) {
+        [self = shared_from_this(), done = std::move(done), deadline](
+            const beast::error_code& ec, const tcp::resolver::results_type& results) {
             if (ec) return done(transportMessage("resolving the API server", ec));
             if (!self->stream_) return done("closed");
             beast::get_lowest_layer(*self->stream_)
@@ -80,11 +80,12 @@ void Connection::open(Opened done, std::optional<Clock::time_point> deadline) {
         });
 }
 
-void Connection::exchange(std::shared_ptr<Request> request, std::chrono::milliseconds timeout,
+void Connection::exchange(const std::shared_ptr<Request>& request, std::chrono::milliseconds timeout,
                           std::function<void(beast::error_code, Response)> done) {
     beast::get_lowest_layer(*stream_).expires_after(timeout);
     http::async_write(*stream_, *request,
-                      [self = shared_from_this(), request, done](const beast::error_code& ec, std::size_t) {
+                      [self = shared_from_this(), request, done = std::move(done)](
+                          const beast::error_code& ec, std::size_t) {
                           if (ec) return done(ec, {});
                           self->parser_.emplace();
                           self->parser_->body_limit(kBodyLimit);
@@ -96,13 +97,14 @@ void Connection::exchange(std::shared_ptr<Request> request, std::chrono::millise
                       });
 }
 
-void Connection::stream(std::shared_ptr<Request> request, std::chrono::milliseconds idle,
+void Connection::stream(const std::shared_ptr<Request>& request, std::chrono::milliseconds idle,
                         std::function<void(int, const http::fields&)> header,
                         std::function<bool(std::string&)> body, std::function<void(beast::error_code)> end) {
     beast::get_lowest_layer(*stream_).expires_after(options_.requestTimeout);
     http::async_write(*stream_, *request,
-                      [self = shared_from_this(), request, idle, header, body, end](
-                          const beast::error_code& ec, std::size_t) {
+                      [self = shared_from_this(), request, idle, header = std::move(header),
+                       body = std::move(body),
+                       end = std::move(end)](const beast::error_code& ec, std::size_t) {
                           if (ec) return end(ec);
                           self->parser_.emplace();
                           self->parser_->body_limit(boost::none);
@@ -110,7 +112,8 @@ void Connection::stream(std::shared_ptr<Request> request, std::chrono::milliseco
                               *self->stream_, self->buffer_, *self->parser_,
                               [self, idle, header, body, end](const beast::error_code& ec, std::size_t) {
                                   if (ec) return end(ec);
-                                  header(self->parser_->get().result_int(), self->parser_->get());
+                                  header(static_cast<int>(self->parser_->get().result_int()),
+                                         self->parser_->get());
                                   self->readMore(idle, body, end);
                               });
                       });
@@ -128,7 +131,7 @@ void Connection::close() {
     buffer_.clear();
 }
 
-void Connection::handshake(Opened done, std::optional<Clock::time_point> deadline) {
+void Connection::handshake(const Opened& done, std::optional<Clock::time_point> deadline) {
     beast::get_lowest_layer(*stream_).expires_after(within(options_.handshakeTimeout, deadline));
     stream_->async_handshake(
         ssl::stream_base::client, [self = shared_from_this(), done](const beast::error_code& ec) {
@@ -147,8 +150,8 @@ void Connection::handshake(Opened done, std::optional<Clock::time_point> deadlin
         });
 }
 
-void Connection::readMore(std::chrono::milliseconds idle, std::function<bool(std::string&)> body,
-                          std::function<void(beast::error_code)> end) {
+void Connection::readMore(std::chrono::milliseconds idle, const std::function<bool(std::string&)>& body,
+                          const std::function<void(beast::error_code)>& end) {
     if (parser_->is_done()) return end({});
     beast::get_lowest_layer(*stream_).expires_after(idle);
     http::async_read_some(

@@ -36,13 +36,13 @@ public:
     void open(Opened done, std::optional<Clock::time_point> deadline = std::nullopt);
 
     // Sends `request` and reads the whole answer.
-    void exchange(std::shared_ptr<Request> request, std::chrono::milliseconds timeout,
+    void exchange(const std::shared_ptr<Request>& request, std::chrono::milliseconds timeout,
                   std::function<void(boost::beast::error_code, Response)> done);
 
     // Sends `request` and reads the answer as a stream: `header` once with the status,
     // `body` after each read with what has arrived and not been consumed (it erases what
     // it consumed), `end` once: success when the server ended the answer.
-    void stream(std::shared_ptr<Request> request, std::chrono::milliseconds idle,
+    void stream(const std::shared_ptr<Request>& request, std::chrono::milliseconds idle,
                 std::function<void(int, const boost::beast::http::fields&)> header,
                 std::function<bool(std::string&)> body, std::function<void(boost::beast::error_code)> end);
 
@@ -52,9 +52,9 @@ public:
     void close();
 
 private:
-    void handshake(Opened done, std::optional<Clock::time_point> deadline);
-    void readMore(std::chrono::milliseconds idle, std::function<bool(std::string&)> body,
-                  std::function<void(boost::beast::error_code)> end);
+    void handshake(const Opened& done, std::optional<Clock::time_point> deadline);
+    void readMore(std::chrono::milliseconds idle, const std::function<bool(std::string&)>& body,
+                  const std::function<void(boost::beast::error_code)>& end);
 
     boost::asio::io_context& loop_;
     boost::asio::ssl::context& tls_;

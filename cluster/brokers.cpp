@@ -211,7 +211,7 @@ void Brokers::stop() {
 }
 
 void Brokers::readNode() {
-    client_.get("/api/v1/nodes/" + options_.node, [this, alive = lifetime_.token()](ApiResult result) {
+    client_.get("/api/v1/nodes/" + options_.node, [this, alive = lifetime_.token()](const ApiResult& result) {
         if (alive.expired()) return;
         if (result.code == 0) {
             // No answer: ask again rather than make Pods the garbage collector cannot find.
@@ -430,32 +430,33 @@ void Brokers::reconcile() {
         inFlight_.insert(key);
         const std::string path = object.collection + "/" + object.name;
         paths_[key] = path;
-        client_.apply(path, object.body, manager, true,
-                      [this, key = std::string(key), body, alive = lifetime_.token()](ApiResult result) {
-                          if (alive.expired()) return;
-                          inFlight_.erase(key);
-                          refused_.erase(key);
-                          if (result.ok()) {
-                              if (!applied_.count(key)) log.info() << "applied " << key;
-                              applied_[key] = body;
-                              ++state_.applies;
-                              state_.lastError = standingError();
-                          } else {
-                              state_.lastError = "apply " + key + ": " + result.describe();
-                              // The spec itself is refused (400, 422 Invalid): not sent again
-                              // until it changes. Anything else (403 until the Role is fixed,
-                              // an API that is away) is tried again.
-                              const bool refused = result.code == 400 || result.code == 422;
-                              if (refused) {
-                                  refused_[key] = {body, state_.lastError};
-                                  log.error() << state_.lastError << "; not applied again until it changes";
-                              } else {
-                                  log.warning() << state_.lastError;
-                                  retryLater();
-                              }
-                          }
-                          answered();
-                      });
+        client_.apply(
+            path, object.body, manager, true,
+            [this, key = std::string(key), body, alive = lifetime_.token()](const ApiResult& result) {
+                if (alive.expired()) return;
+                inFlight_.erase(key);
+                refused_.erase(key);
+                if (result.ok()) {
+                    if (!applied_.count(key)) log.info() << "applied " << key;
+                    applied_[key] = body;
+                    ++state_.applies;
+                    state_.lastError = standingError();
+                } else {
+                    state_.lastError = "apply " + key + ": " + result.describe();
+                    // The spec itself is refused (400, 422 Invalid): not sent again
+                    // until it changes. Anything else (403 until the Role is fixed,
+                    // an API that is away) is tried again.
+                    const bool refused = result.code == 400 || result.code == 422;
+                    if (refused) {
+                        refused_[key] = {body, state_.lastError};
+                        log.error() << state_.lastError << "; not applied again until it changes";
+                    } else {
+                        log.warning() << state_.lastError;
+                        retryLater();
+                    }
+                }
+                answered();
+            });
     }
     std::set<std::string> doomed;
     for (const auto& [key, body] : applied_) {
@@ -500,23 +501,24 @@ void Brokers::reconcile() {
 }
 
 void Brokers::removeObject(const std::string& key, const DeletePreconditions& preconditions) {
-    client_.remove(paths_[key], preconditions, [this, key, alive = lifetime_.token()](ApiResult result) {
-        if (alive.expired()) return;
-        inFlight_.erase(key);
-        if (result.ok() || result.notFound()) {
-            log.info() << "deleted " << key;
-            applied_.erase(key);
-            ++state_.deletes;
-            state_.lastError = standingError();
-        } else if (result.conflict()) {
-            recheck_ = true;  // another node applied it meanwhile: looked at again
-        } else {
-            state_.lastError = "delete " + key + ": " + result.describe();
-            log.warning() << state_.lastError;
-            retryLater();
-        }
-        answered();
-    });
+    client_.remove(paths_[key], preconditions,
+                   [this, key, alive = lifetime_.token()](const ApiResult& result) {
+                       if (alive.expired()) return;
+                       inFlight_.erase(key);
+                       if (result.ok() || result.notFound()) {
+                           log.info() << "deleted " << key;
+                           applied_.erase(key);
+                           ++state_.deletes;
+                           state_.lastError = standingError();
+                       } else if (result.conflict()) {
+                           recheck_ = true;  // another node applied it meanwhile: looked at again
+                       } else {
+                           state_.lastError = "delete " + key + ": " + result.describe();
+                           log.warning() << state_.lastError;
+                           retryLater();
+                       }
+                       answered();
+                   });
 }
 
 // Services and Jobs have no node in their names: every node that offers the instance (or
@@ -557,7 +559,7 @@ void Brokers::withdrawShared(const std::string& key) {
                            {"namespace", options_.namespaceName},
                            {"resourceVersion", version}}}};
     client_.apply(paths_[key], nothing, manager, false,
-                  [this, key, others, alive = lifetime_.token()](ApiResult result) {
+                  [this, key, others, alive = lifetime_.token()](const ApiResult& result) {
                       if (alive.expired()) return;
                       inFlight_.erase(key);
                       if (result.ok()) {
@@ -711,7 +713,7 @@ void Brokers::recreate(const std::string& name, Life& life) {
     DeletePreconditions preconditions;
     preconditions.uid = life.uid;
     const bool pending = life.phase == "Pending";
-    auto done = [this, name, why, pending, alive = lifetime_.token()](ApiResult result) {
+    auto done = [this, name, why, pending, alive = lifetime_.token()](const ApiResult& result) {
         if (!alive.expired()) recreateAnswered(name, why, pending, result);
     };
     client_.remove(collectionPath("v1", options_.namespaceName, "pods") + "/" + name, preconditions,

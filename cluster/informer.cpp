@@ -110,29 +110,28 @@ struct Informer::Impl {
         listing = true;
         std::string query = "limit=500" + selectors();
         if (!continueToken.empty()) query += "&continue=" + queryEscape(continueToken);
-        auto call =
-            makeCall(http::verb::get, collection + "?" + query, "", "", true,
-                     lifetime.guard([this, mine, pages, listVersion](ApiResult result) mutable {
-                         if (!current(mine)) return;
-                         ++state.lists;
-                         state.connected = result.code != 0;
-                         if (!result.ok())
-                             return failed("listing " + collection + ": " + result.describe(), Next::List);
-                         const json::object* body = result.body.if_object();
-                         const json::value* items = body ? body->if_contains("items") : nullptr;
-                         if (!items || !items->is_array())
-                             return failed("listing " + collection + ": no items", Next::List);
-                         for (const json::value& item : items->get_array()) {
-                             if (!item.is_object()) continue;
-                             std::string name = stringAt(item, "/metadata/name");
-                             if (!name.empty()) (*pages)[name] = item.get_object();
-                         }
-                         if (listVersion.empty())
-                             listVersion = stringAt(result.body, "/metadata/resourceVersion");
-                         std::string next = stringAt(result.body, "/metadata/continue");
-                         if (!next.empty()) return listPage(mine, next, pages, listVersion);
-                         listed(std::move(*pages), listVersion);
-                     }));
+        auto call = makeCall(
+            http::verb::get, collection + "?" + query, "", "", true,
+            lifetime.guard([this, mine, pages = std::move(pages), listVersion](ApiResult result) mutable {
+                if (!current(mine)) return;
+                ++state.lists;
+                state.connected = result.code != 0;
+                if (!result.ok())
+                    return failed("listing " + collection + ": " + result.describe(), Next::List);
+                const json::object* body = result.body.if_object();
+                const json::value* items = body ? body->if_contains("items") : nullptr;
+                if (!items || !items->is_array())
+                    return failed("listing " + collection + ": no items", Next::List);
+                for (const json::value& item : items->get_array()) {
+                    if (!item.is_object()) continue;
+                    std::string name = stringAt(item, "/metadata/name");
+                    if (!name.empty()) (*pages)[name] = item.get_object();
+                }
+                if (listVersion.empty()) listVersion = stringAt(result.body, "/metadata/resourceVersion");
+                std::string next = stringAt(result.body, "/metadata/continue");
+                if (!next.empty()) return listPage(mine, next, pages, listVersion);
+                listed(*pages, listVersion);
+            }));
         client->enqueue(call);
     }
 
@@ -140,7 +139,7 @@ struct Informer::Impl {
     // what was known nor loses what happened while no watch was open. Each difference goes
     // into the cache as it is reported: a handler that relists or stops leaves a cache that
     // says exactly what was reported.
-    void listed(std::map<std::string, json::object> now, const std::string& version) {
+    void listed(const std::map<std::string, json::object>& now, const std::string& version) {
         const std::uint64_t mine = attempt;
         const Lifetime::Token alive = lifetime.token();
         listing = false;
@@ -236,7 +235,7 @@ struct Informer::Impl {
                 }));
         };
         if (connection->isOpen()) return go();
-        connection->open(lifetime.guard([this, go, mine](std::string error) {
+        connection->open(lifetime.guard([this, go, mine](const std::string& error) {
             if (!current(mine)) return;
             if (!error.empty()) {
                 dropConnection();
@@ -403,7 +402,8 @@ struct Informer::Impl {
 
     void later(std::chrono::milliseconds delay, std::function<void()> next) {
         timer.expires_after(delay);
-        timer.async_wait([this, alive = lifetime.token(), next, mine = attempt](const beast::error_code& ec) {
+        timer.async_wait([this, alive = lifetime.token(), next = std::move(next),
+                          mine = attempt](const beast::error_code& ec) {
             if (ec || alive.expired() || !current(mine)) return;
             next();
         });

@@ -86,7 +86,9 @@ private:
                 if (!entry.IsMap() || scalar(entry["name"]) != name) continue;
                 YAML::Node value = entry[field];
                 if (!value || !value.IsMap()) {
-                    fail(list + " entry " + inQuotes(name) + " has no " + field + " mapping", lineOf(entry));
+                    std::string why = list + " entry " + inQuotes(name);
+                    why += " has no " + field + " mapping";
+                    fail(why, lineOf(entry));
                     return std::nullopt;
                 }
                 return value;
@@ -233,7 +235,7 @@ std::string directoryOf(const std::string& path) {
     return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-std::string trimmed(std::string text) {
+std::string trimmed(const std::string& text) {
     const auto first = text.find_first_not_of(" \t\r\n");
     if (first == std::string::npos) return "";
     const auto last = text.find_last_not_of(" \t\r\n");
@@ -296,7 +298,7 @@ std::optional<std::string> BearerToken::current(std::string& error) {
         stamp_ = {};
         return std::nullopt;
     }
-    std::string token = trimmed(std::move(*text));
+    std::string token = trimmed(*text);
     if (token.empty()) {
         error = "token file " + file_ + " is empty";
         stamp_ = {};

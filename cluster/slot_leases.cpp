@@ -361,7 +361,7 @@ void SlotLeases::deleteLease(const std::string& slotId) {
     const CallOptions call{0, trustFor(options_.durationSeconds)};
     client_.remove(
         path(slotId), {lease->resourceVersion, lease->uid},
-        [this, slotId, alive = std::weak_ptr<bool>(alive_)](ApiResult result) {
+        [this, slotId, alive = std::weak_ptr<bool>(alive_)](const ApiResult& result) {
             if (auto a = alive.lock(); !a || !*a) return;
             auto settle = [this, slotId] {
                 deleting_.erase(slotId);
@@ -653,7 +653,7 @@ void SlotLeases::confirmHolds() {
         take->pending = 1;
         take->background = true;
         take->deadline = now + trustFor(options_.durationSeconds);
-        take->done = [this, id = lease.name](Outcome outcome) {
+        take->done = [this, id = lease.name](const Outcome& outcome) {
             confirming_.erase(id);
             if (!outcome && conflicts_.insert(id).second)
                 log.error() << "slot " << id
@@ -674,7 +674,7 @@ void SlotLeases::confirmHolds() {
         take->pending = 1;
         take->background = true;
         take->deadline = now + trustFor(options_.durationSeconds);
-        take->done = [this, id](Outcome outcome) {
+        take->done = [this, id](const Outcome& outcome) {
             confirming_.erase(id);
             if (!outcome && conflicts_.insert(id).second)
                 log.error() << "slot " << id << " is held here without its Lease: " << outcome.error();

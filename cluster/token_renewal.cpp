@@ -144,7 +144,7 @@ void TokenRenewal::renew() {
     const std::string path = "/api/v1/namespaces/" + claims_.serviceAccountNamespace + "/serviceaccounts/" +
                              claims_.serviceAccountName + "/token";
     log.debug() << "asking for a new token of ServiceAccount " << state_.serviceAccount;
-    sender_.create(path, request, lifetime_.guard([this](ApiResult result) {
+    sender_.create(path, request, lifetime_.guard([this](const ApiResult& result) {
         inFlight_ = false;
         renewed(result);
     }));

@@ -45,6 +45,7 @@ void compareWithProtobuf(std::string_view bytes) {
         }
     }
     std::vector<Row> found;
+    found.reserve(held.size());
     for (const auto& d : held) found.emplace_back(d.podNamespace, d.pod, d.resource, d.deviceId);
     if (found != expected)
         broken("readHeldDevices found " + std::to_string(found.size()) + " devices, protobuf " +

@@ -5,8 +5,8 @@
 //
 //   build/fuzz/make_seeds fuzz/corpus
 
+#include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -107,6 +107,7 @@ std::string conversation(const std::vector<Request>& requests,
             {"te", "trailers"}};
         if (!r.encoding.empty()) headers.emplace_back("grpc-encoding", r.encoding);
         std::vector<nghttp2_nv> nva;
+        nva.reserve(headers.size());
         for (auto& [name, value] : headers) {
             nva.push_back({reinterpret_cast<std::uint8_t*>(name.data()),
                            reinterpret_cast<std::uint8_t*>(value.data()), name.size(), value.size(),
@@ -119,7 +120,7 @@ std::string conversation(const std::vector<Request>& requests,
                                     std::uint32_t* flags, nghttp2_data_source* source, void*) -> ssize_t {
             auto& body = *static_cast<Body*>(source->ptr);
             const std::size_t n = std::min(length, body.data.size() - body.offset);
-            std::memcpy(buffer, body.data.data() + body.offset, n);
+            std::copy_n(body.data.data() + body.offset, n, buffer);
             body.offset += n;
             if (body.offset == body.data.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
             return static_cast<ssize_t>(n);
@@ -146,7 +147,7 @@ std::string framed(const std::string& message) {
     return *devlet::rpc::frameMessage(message);
 }
 
-std::string allocate(const std::vector<std::vector<std::string>> containers) {
+std::string allocate(const std::vector<std::vector<std::string>>& containers) {
     v1beta1::AllocateRequest request;
     for (const auto& ids : containers) {
         auto* container = request.add_container_requests();
@@ -193,7 +194,8 @@ void grpcServer() {
           conversation(
               {{"/", "", "GET", "text/html"}, {kService + "Allocate", "x", "POST", "application/json"}}));
     write("grpc_server", "compressed-and-short",
-          conversation({{kService + "Allocate", "\x01\0\0\0\x02xx", "POST", "application/grpc+proto", "gzip"},
+          conversation({{kService + "Allocate", std::string("\x01\0\0\0\x02xx", 7), "POST",
+                         "application/grpc+proto", "gzip"},
                         {kService + "Allocate", std::string("\0\0\0", 3)},
                         {kService + "Allocate", empty + empty}}));
     std::string big = allocate({std::vector<std::string>(1200, "cams-4294ea-0")});

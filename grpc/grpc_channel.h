@@ -12,7 +12,7 @@
 #include "grpc/grpc_wire.h"
 
 namespace boost::asio {
-class io_context;
+class io_context;  // NOLINT(readability-identifier-naming): Asio's name, declared to keep Asio out
 }
 
 namespace devlet::rpc {

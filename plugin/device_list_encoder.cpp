@@ -149,7 +149,8 @@ std::optional<Entry> readEntry(const char* at, const char* end) {
     const auto size = readVarint(at, end);
     if (!size || *size > static_cast<std::uint64_t>(end - at)) return std::nullopt;
     entry.end = at + *size;
-    if (at == entry.end || *at++ != kDeviceId) return std::nullopt;
+    if (at == entry.end || *at != kDeviceId) return std::nullopt;
+    ++at;
     const auto idSize = readVarint(at, entry.end);
     if (!idSize || *idSize > static_cast<std::uint64_t>(entry.end - at)) return std::nullopt;
     entry.id = std::string_view(at, *idSize);

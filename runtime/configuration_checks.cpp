@@ -112,8 +112,8 @@ void ConfigurationFileParser::checkDiscoveryProperties(const DiscoveryHandler& f
     }
     for (const auto& [property, message] : warnings) {
         auto line = handler.propertyLines.find(property);
-        warning(line == handler.propertyLines.end() ? handler.detailsKeyLine : line->second,
-                "spec.discoveryHandler.discoveryProperties (" + property + "): " + message);
+        std::string where = "spec.discoveryHandler.discoveryProperties (" + property + "): ";
+        warning(line == handler.propertyLines.end() ? handler.detailsKeyLine : line->second, where + message);
     }
 }
 

@@ -24,6 +24,7 @@ std::string resourceConflict(const Configuration& candidate, const std::vector<C
     };
     auto where = [](const Configuration& c) { return c.sourceFile + ":" + std::to_string(c.sourceLine); };
     std::vector<const Configuration*> everyone;
+    everyone.reserve(accepted.size() + 1);
     for (const Configuration& other : accepted) everyone.push_back(&other);
     everyone.push_back(&candidate);  // its own instances count too
     for (const Configuration* other : everyone) {

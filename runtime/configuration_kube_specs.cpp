@@ -51,15 +51,17 @@ void ConfigurationFileParser::checkKubeFields(const YAML::Node& node, const kube
     for (const auto& item : node) {
         const std::string key = item.first.Scalar();
         const int keyLine = lineOf(item.first, line);
-        const std::string path = where + "." + key;
+        std::string path = where + ".";
+        path += key;
         const kube_schema::Field* field = kube_schema::findField(type, key);
         if (!field) {
             const std::string meant = nearMiss(key, kube_schema::fieldNames(type));
-            warning(keyLine, path + ": not a field of the Kubernetes " +
-                                 std::string(kube_schema::shortName(type)) +
-                                 (meant.empty() ? "" : " (did you mean " + inQuotes(meant) + "?)") +
-                                 "; Akri's webhook refuses this Configuration, and devlet applies no " +
-                                 object + " from it");
+            std::string message =
+                path + ": not a field of the Kubernetes " + std::string(kube_schema::shortName(type));
+            if (!meant.empty()) message += " (did you mean " + inQuotes(meant) + "?)";
+            message +=
+                "; Akri's webhook refuses this Configuration, and devlet applies no " + object + " from it";
+            warning(keyLine, std::move(message));
             continue;
         }
         const kube_schema::Type* inner = kube_schema::typeAt(field->type);

@@ -140,31 +140,19 @@ std::optional<std::string> ConfigurationFileParser::text(const Entry& entry, con
 }
 
 std::optional<long long> ConfigurationFileParser::integer(const Entry& entry, const std::string& what) {
-    try {
-        if (entry.value.IsScalar()) return entry.value.as<long long>();
-    } catch (const YAML::Exception&) {
-    }
+    if (auto value = yaml::scalarAs<long long>(entry.value)) return value;
     error(entry.valueLine(), what + " must be a whole number" + got(entry));
     return std::nullopt;
 }
 
 std::optional<double> ConfigurationFileParser::number(const Entry& entry, const std::string& what) {
-    try {
-        if (entry.value.IsScalar()) {
-            double value = entry.value.as<double>();
-            if (std::isfinite(value)) return value;
-        }
-    } catch (const YAML::Exception&) {
-    }
+    if (auto value = yaml::scalarAs<double>(entry.value); value && std::isfinite(*value)) return value;
     error(entry.valueLine(), what + " must be a number" + got(entry));
     return std::nullopt;
 }
 
 std::optional<bool> ConfigurationFileParser::boolean(const Entry& entry, const std::string& what) {
-    try {
-        if (entry.value.IsScalar()) return entry.value.as<bool>();
-    } catch (const YAML::Exception&) {
-    }
+    if (auto value = yaml::scalarAs<bool>(entry.value)) return value;
     error(entry.valueLine(), what + " must be true or false" + got(entry));
     return std::nullopt;
 }

@@ -27,6 +27,7 @@ DiscoveryHandler* HandlerRegistry::find(std::string_view name) const {
 
 std::vector<std::string> HandlerRegistry::names() const {
     std::vector<std::string> result;
+    result.reserve(handlers_.size());
     for (const auto& handler : handlers_) result.emplace_back(handler->name());
     return result;
 }

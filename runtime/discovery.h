@@ -14,7 +14,7 @@
 #include "runtime/instance.h"
 
 namespace boost::asio {
-class io_context;
+class io_context;  // NOLINT(readability-identifier-naming): Asio's name, declared to keep Asio out
 }
 
 namespace devlet {

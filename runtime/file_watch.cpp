@@ -112,6 +112,7 @@ void FileWatch::overflowed() {
     log.warning() << "inotify's queue overflowed and events were lost; looking at " << watches_.size()
                   << " watched director" << (watches_.size() == 1 ? "y" : "ies") << " afresh";
     std::vector<int> handles;
+    handles.reserve(watches_.size());
     for (const auto& [handle, watch] : watches_) handles.push_back(handle);
     for (const int handle : handles) {
         auto it = watches_.find(handle);

@@ -14,7 +14,7 @@ std::string upper(std::string s) {
 
 std::map<std::string, std::string> deviceEnvironment(const Configuration& configuration,
                                                      const std::string& instance, const Instance& device) {
-    const std::string hash = upper(instance.substr(instance.rfind('-') + 1));
+    const std::string suffix = "_" + upper(instance.substr(instance.rfind('-') + 1));  // of KEY_<HASH>
     // A broker property wins over a device property of the same name, in both KEY and
     // KEY_<HASH>, as in Akri: its agent appends the Configuration's brokerProperties
     // after the device's own properties (agent/src/device_manager/in_memory.rs `get`,
@@ -27,7 +27,7 @@ std::map<std::string, std::string> deviceEnvironment(const Configuration& config
     for (const auto& [key, value] : properties) {
         environment.try_emplace(key,
                                 value);  // a property named like another's KEY_<HASH> does not replace it
-        environment[key + "_" + hash] = value;
+        environment[key + suffix] = value;
     }
     return environment;
 }

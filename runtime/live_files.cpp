@@ -16,7 +16,7 @@ LiveFiles::LiveFiles(const std::string& stateDir, Describe describe, Event event
 std::optional<LiveFiles::Granted> LiveFiles::granted(const std::vector<std::string>& slotIds) {
     loopThread_.check();
     if (slotIds.empty()) return std::nullopt;
-    const std::string allocation = slotIds.front();
+    const std::string& allocation = slotIds.front();
     // A slot given again (the kubelet allocating anew for the same resource) is
     // described by its new container's file only.
     if (auto previous = slots_.find(allocation); previous != slots_.end()) {

@@ -144,22 +144,14 @@ private:
                           std::chrono::seconds& target) {
         const Entry* entry = yaml::find(mapping, key);
         if (!entry) return;
-        long seconds = 0;
-        bool valid = false;
-        try {
-            if (entry->value.IsScalar()) {
-                seconds = entry->value.as<long>();
-                valid = seconds >= 1 && seconds <= most;
-            }
-        } catch (const YAML::Exception&) {
-        }
-        if (!valid) {
+        const std::optional<long> seconds = yaml::scalarAs<long>(entry->value);
+        if (!seconds || *seconds < 1 || *seconds > most) {
             std::string got = entry->value.IsScalar() ? " (got " + inQuotes(entry->value.Scalar()) + ")" : "";
             error(entry->valueLine(),
                   what + " must be a whole number of seconds from 1 to " + std::to_string(most) + got);
             return;
         }
-        target = std::chrono::seconds(seconds);
+        target = std::chrono::seconds(*seconds);
     }
 
     std::optional<Mapping> mapping(const YAML::Node& node, int line, const std::string& where,
@@ -208,11 +200,7 @@ private:
         auto it = mapping.find(key);
         if (it == mapping.end()) return;
         const Entry& entry = it->second;
-        std::optional<double> seconds;
-        try {
-            if (entry.value.IsScalar()) seconds = entry.value.as<double>();
-        } catch (const YAML::Exception&) {
-        }
+        const std::optional<double> seconds = yaml::scalarAs<double>(entry.value);
         std::string range = allowZero ? "between 0 and 3600" : "more than 0 and at most 3600";
         if (!seconds || !std::isfinite(*seconds) || *seconds < 0 || (*seconds == 0 && !allowZero) ||
             *seconds > kMaxIntervalSeconds) {

@@ -100,7 +100,7 @@ void SlotArbiter::allocate(Request request, std::function<void(Decision)> done) 
     auto pending = std::make_shared<Request>(std::move(request));
     SharedSlotGate* gate = gate_;
     gate->take(shared, lifetime_.guard([this, gate, pending, newlyTaken = std::move(newlyTaken),
-                                        done = std::move(done)](Outcome taken) {
+                                        done = std::move(done)](const Outcome& taken) {
         // Slots taken for a request that is not granted go back at once, so that no Lease
         // outlives its reason; one a container here holds meanwhile is kept.
         auto giveBack = [&] {
@@ -189,7 +189,9 @@ SlotArbiter::Checked SlotArbiter::checkContainer(const std::string& resource, co
         std::optional<SlotFacts> slot = inventory_.slot(id);
         if (!slot || slot->configuration != offered.configuration ||
             (!offered.instance.empty() && slot->instance != offered.instance)) {
-            return refuse(Refusal::NotPartOf, id, "device " + id + " is not part of " + resource);
+            std::string why = "device " + id + " is not part of ";
+            why += resource;
+            return refuse(Refusal::NotPartOf, id, std::move(why));
         }
         if (!slot->present) {
             return refuse(Refusal::DeviceGone, id,
@@ -210,11 +212,10 @@ SlotArbiter::Checked SlotArbiter::checkContainer(const std::string& resource, co
                 return refuse(Refusal::HeldElsewhere, id,
                               "slot " + id + " cannot be given on this node: " + elsewhere->second);
         } else if (holder->holderResource != resource) {
-            std::string who = holder->holderResource;
-            if (!holder->pod.empty()) who += " by pod " + holder->podNamespace + "/" + holder->pod;
-            return refuse(
-                Refusal::HeldThroughOther, id,
-                "slot " + id + " is already held through " + who + "; one slot is never given twice");
+            std::string why = "slot " + id + " is already held through " + holder->holderResource;
+            if (!holder->pod.empty()) why += " by pod " + holder->podNamespace + "/" + holder->pod;
+            why += "; one slot is never given twice";
+            return refuse(Refusal::HeldThroughOther, id, std::move(why));
         }
         if (++perInstance[slot->instance] > 1 && offered.instance.empty() && offered.uniqueDevices) {
             return refuse(Refusal::NotDistinct, id,
@@ -322,10 +323,10 @@ void SlotArbiter::adopt(const std::vector<PodDevice>& reported, const std::strin
             // Two holders through two resources: the kubelet's word and devlet's record
             // disagree. devlet keeps its record (both stay Unhealthy to everyone else); a
             // person has to look.
-            const std::string conflict = "slot " + device.deviceId + " is held by " + who + " through " +
-                                         device.resource + " according to " + source +
-                                         ", but devlet records it held through " + recorded->holderResource +
-                                         "; both resources keep it from any other pod";
+            std::string conflict = "slot " + device.deviceId + " is held by " + who;
+            conflict += " through " + device.resource + " according to " + source;
+            conflict += ", but devlet records it held through " + recorded->holderResource +
+                        "; both resources keep it from any other pod";
             if (!reportedConflicts_.count(conflict)) inventory_.event("error", slot->instance, conflict);
             conflictsNow_.insert(conflict);
             continue;
@@ -337,9 +338,10 @@ void SlotArbiter::adopt(const std::vector<PodDevice>& reported, const std::strin
             log.warning() << outcome.error();
             continue;
         }
-        inventory_.event("warning", slot->instance,
-                         "slot " + device.deviceId + " is held by " + who + " through " + device.resource +
-                             " according to " + source + " but was not recorded; adopted");
+        std::string adopted = "slot " + device.deviceId + " is held by " + who;
+        adopted +=
+            " through " + device.resource + " according to " + source + " but was not recorded; adopted";
+        inventory_.event("warning", slot->instance, adopted);
     }
 }
 

@@ -506,7 +506,7 @@ std::unique_ptr<Store> Store::open(const std::string& stateDir, const StoreOptio
     };
     // Refused with a failure of its own (its code kept).
     auto refuseWith = [&](Fault fault, const Outcome& outcome,
-                          std::string prefix = {}) -> std::unique_ptr<Store> {
+                          const std::string& prefix = {}) -> std::unique_ptr<Store> {
         why = Outcome::failure(outcome.code(), prefix + outcome.error(), fault);
         return nullptr;
     };

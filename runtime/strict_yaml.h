@@ -28,6 +28,15 @@ std::vector<YAML::Node> loadAll(const std::string& text);
 // The 1-based line of a node, or fallback where yaml-cpp has no mark.
 int lineOf(const YAML::Node& node, int fallback);
 
+// A scalar read as a T, or nullopt when the node is not a scalar or does not read as a T:
+// yaml-cpp's as<T>() without its exception, for values that are checked, not trusted.
+template <typename T>
+std::optional<T> scalarAs(const YAML::Node& node) {
+    T value{};
+    if (node.IsScalar() && YAML::convert<T>::decode(node, value)) return value;
+    return std::nullopt;
+}
+
 // One value of a mapping and the line of its key.
 struct Entry {
     YAML::Node value;

@@ -35,7 +35,8 @@ std::optional<Credential> readCredential(const YAML::Node& node, const std::stri
     for (const auto& entry : node) {
         const std::string key = entry.first.Scalar();
         if (!entry.second.IsScalar()) {
-            error = where + "." + key + " must be a string";
+            error = where + ".";
+            error += key + " must be a string";
             return std::nullopt;
         }
         if (key == "username") {
@@ -179,7 +180,7 @@ Outcome CredentialStore::parse(const std::string& text, const std::string& where
                         return Outcome::failure(where + ": networks must be a list of strings");
                     auto network = IpNetwork::parse(item.Scalar(), error);
                     if (!network) {
-                        error = "networks: " + error;
+                        error.insert(0, "networks: ");
                         break;
                     }
                     store.networks_.push_back(*network);
@@ -187,7 +188,7 @@ Outcome CredentialStore::parse(const std::string& text, const std::string& where
             } else {
                 error = yaml::unknownKeyMessage(key, "the credentials", {"default", "cameras", "networks"});
             }
-            if (!error.empty()) return Outcome::failure(where + ": " + error);
+            if (!error.empty()) return Outcome::failure((where + ": ").append(error));
         }
     } catch (const YAML::Exception&) {
         return Outcome::failure(where + ": unexpected structure");
@@ -285,6 +286,9 @@ CredentialStore CredentialStore::fromAkriProperties(const std::map<std::string, 
         }
         return names;
     };
+    auto camera = [](const std::string& uuid, const std::string& name) {
+        return "camera " + uuid + " in " + name;
+    };
     // Each named property: {"<uuid>": {...}}.
     auto entries = [&](const std::string& name, const char* list) {
         std::vector<std::pair<std::string, YAML::Node>> found;
@@ -312,7 +316,7 @@ CredentialStore CredentialStore::fromAkriProperties(const std::map<std::string, 
             const YAML::Node encoded = entry["base64encoded"];
             if (encoded && encoded.IsScalar() && encoded.Scalar() == "true") {
                 const std::optional<std::string> decoded = base64Decode(credential.password);
-                if (!decoded) notes.push_back("the password for camera " + uuid + " in " + name + " is not base64");
+                if (!decoded) notes.push_back("the password for " + camera(uuid, name) + " is not base64");
                 credential.password = decoded.value_or("");
             }
             store.cameras_[uuid] = std::move(credential);
@@ -323,7 +327,7 @@ CredentialStore CredentialStore::fromAkriProperties(const std::map<std::string, 
             const std::string usernameRef = scalarAt(entry, "username_ref");
             const std::string* username = usernameRef.empty() ? nullptr : property(usernameRef);
             if (!username || username->empty()) {
-                notes.push_back("the username for camera " + uuid + " in " + name + " (" +
+                notes.push_back("the username for " + camera(uuid, name) + " (" +
                                 (usernameRef.empty() ? "username_ref" : usernameRef) +
                                 ") is not given; not used");
                 continue;

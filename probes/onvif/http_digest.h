@@ -10,8 +10,8 @@
 
 #include "probes/onvif/onvif_client.h"
 
-struct soap;
-struct http_da_info;
+struct soap;          // NOLINT(readability-identifier-naming): gSOAP's name
+struct http_da_info;  // NOLINT(readability-identifier-naming): gSOAP's name
 
 namespace devlet::onvif {
 

@@ -38,6 +38,11 @@ bool urlHostInRanges(const std::string& url, const std::vector<Ipv4Range>& range
                        [&](const Ipv4Range& r) { return value >= r.first && value <= r.last; });
 }
 
+// A camera's key in cameras_ and excluded_: its instance id.
+std::string cameraKey(const std::string& url, const std::string& uuid) {
+    return url + "-" + uuid;
+}
+
 std::string uuidOf(const DiscoveryMessage& message) {
     return message.endpoints.empty() ? "" : endpointUuid(message.endpoints.front().address);
 }
@@ -220,7 +225,7 @@ void OnvifCameras::found(const DiscoveredEndpoint& endpoint, const std::string& 
     if (auto why = discoveryFilterOut(details_, uuid, endpoint.scopes)) {
         // Remembered for the status page; never queried: a filtered camera gets no credentials.
         for (const std::string& url : endpoint.xaddrs) {
-            const std::string key = url + "-" + uuid;
+            const std::string key = cameraKey(url, uuid);
             if (excluded_.size() >= kMaxCameras && !excluded_.count(key)) break;
             excluded_[key] = excludedCameraStatus(uuid, url, endpoint.scopes, *why);
         }
@@ -262,7 +267,7 @@ void OnvifCameras::found(const DiscoveredEndpoint& endpoint, const std::string& 
                           << " at " << urls << ", not at its own address: not queried";
         return;
     }
-    const std::string key = url + "-" + uuid;
+    const std::string key = cameraKey(url, uuid);
     // One endpoint uuid is one camera: the same uuid from another address of the same
     // family is the camera at a new address, or a second host claiming it. The daemon
     // asks the camera where it was found (claim()); a pass keeps the first.
@@ -418,7 +423,7 @@ void OnvifCameras::move(const std::string& key, MoveClaim claim, const std::stri
     auto node = cameras_.extract(key);
     Camera& camera = node.mapped();
     const std::string uuid = camera.observation.uuid;
-    const std::string newKey = claim.url + "-" + uuid;
+    const std::string newKey = cameraKey(claim.url, uuid);
     if (cameras_.count(newKey)) {
         // Found at the new address on its own meanwhile: that one stands.
         cameras_.insert(std::move(node));
@@ -449,7 +454,7 @@ void OnvifCameras::checkWaitingClaims(const std::string& key) {
 // Whether a camera with this uuid was found at one of these service URLs.
 bool OnvifCameras::knownAt(const std::string& uuid, const std::vector<std::string>& urls) const {
     for (const std::string& url : urls)
-        if (cameras_.count(url + "-" + uuid)) return true;
+        if (cameras_.count(cameraKey(url, uuid))) return true;
     return false;
 }
 

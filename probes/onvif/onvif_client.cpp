@@ -63,14 +63,14 @@ void usePlayback(struct soap* soap, Playback& playback) {
     soap->user = &playback;
     soap->fopen = playbackOpen;
     soap->frecv = playbackRead;
-    soap->fsend = [](struct soap*, const char*, size_t) { return int(SOAP_OK); };
-    soap->fpoll = [](struct soap*) { return int(SOAP_EOF); };
+    soap->fsend = [](struct soap*, const char*, size_t) { return SOAP_OK; };
+    soap->fpoll = [](struct soap*) { return SOAP_EOF; };
     soap->fclose = [](struct soap* s) {
         s->socket = SOAP_INVALID_SOCKET;
-        return int(SOAP_OK);
+        return SOAP_OK;
     };
-    soap->fclosesocket = [](struct soap*, SOAP_SOCKET) { return int(SOAP_OK); };
-    soap->fshutdownsocket = [](struct soap*, SOAP_SOCKET, int) { return int(SOAP_OK); };
+    soap->fclosesocket = [](struct soap*, SOAP_SOCKET) { return SOAP_OK; };
+    soap->fshutdownsocket = [](struct soap*, SOAP_SOCKET, int) { return SOAP_OK; };
 }
 
 SoapPtr newContext(const QueryOptions& options, Playback& playback) {

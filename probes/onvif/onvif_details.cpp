@@ -156,7 +156,7 @@ OnvifDetails parseOnvifDetails(const std::string& text, std::vector<DetailsProbl
     if (text.find_first_not_of(" \t\r\n") == std::string::npos) return details;
     try {
         if (yaml::load(text).IsNull()) return details;
-    } catch (const YAML::Exception&) {
+    } catch (const YAML::Exception&) {  // NOLINT(bugprone-empty-catch)
         // readDetails reports it with its line.
     }
     auto mapping = yaml::readDetails(text, "onvif", kKeys, "discoveryTimeoutSeconds",
@@ -265,6 +265,7 @@ std::vector<std::string> namedProperties(const std::string& text) {
             if (item.IsScalar()) names.push_back(item.Scalar());
         }
     } catch (const YAML::Exception&) {
+        return {};  // not YAML, so not a list
     }
     return names;
 }
@@ -284,6 +285,7 @@ std::vector<std::string> referencedProperties(const std::string& text) {
             }
         }
     } catch (const YAML::Exception&) {
+        return {};  // not YAML, so names nothing
     }
     return names;
 }

@@ -14,6 +14,7 @@
 #include "soapH.h"
 
 // gSOAP's DOM parser (dom.cpp, in the library built WITH_DOM); stdsoap2.h leaves it undeclared.
+// NOLINTNEXTLINE(bugprone-reserved-identifier): gSOAP's name
 SOAP_FMAC1 struct soap_dom_element* SOAP_FMAC2 soap_in_xsd__anyType(struct soap*, const char*,
                                                                     struct soap_dom_element*, const char*);
 
@@ -137,6 +138,7 @@ wsdd__ScopesType* scopesOut(struct soap* soap, const std::vector<std::string>& s
 
 std::string typesOut(const std::vector<std::string>& types) {
     std::vector<std::string> out;
+    out.reserve(types.size());
     for (const std::string& type : types) out.push_back(qnameOut(type));
     return joinList(out);
 }

@@ -15,7 +15,7 @@
 
 #include "probes/onvif/onvif_classifier.h"
 
-struct soap;
+struct soap;  // NOLINT(readability-identifier-naming): gSOAP's name
 
 namespace devlet::onvif {
 

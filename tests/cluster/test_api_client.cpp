@@ -83,12 +83,13 @@ protected:
 
 TEST_F(ApiClientTest, CreatesGetsAndListsOverVerifiedTls) {
     ApiClient client(loop, config(certificates.caPem));
-    auto created = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
+    auto created =
+        call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), std::move(done)); });
     ASSERT_EQ(created.code, 201) << created.describe();
-    auto got = call([&](auto done) { client.get(kLeases + "/cam-0", done); });
+    auto got = call([&](auto done) { client.get(kLeases + "/cam-0", std::move(done)); });
     ASSERT_TRUE(got.ok()) << got.describe();
     EXPECT_EQ(holderOf(got.body.as_object()), "node-a");
-    auto listed = call([&](auto done) { client.list(kLeases, "limit=10", done); });
+    auto listed = call([&](auto done) { client.list(kLeases, "limit=10", std::move(done)); });
     EXPECT_EQ(listed.body.at("items").as_array().size(), 1u);
     EXPECT_TRUE(client.state().reachable);
     // One kept-alive connection carried all three.
@@ -99,7 +100,7 @@ TEST_F(ApiClientTest, AServerTheCaDidNotSignIsAnError) {
     ClientOptions options = fastRetries();
     options.maxAttempts = 2;
     ApiClient client(loop, config(certificates.otherCaPem), options);
-    auto result = call([&](auto done) { client.get(kLeases + "/cam-0", done); });
+    auto result = call([&](auto done) { client.get(kLeases + "/cam-0", std::move(done)); });
     EXPECT_EQ(result.code, 0);
     EXPECT_NE(result.message.find("TLS handshake"), std::string::npos) << result.message;
     EXPECT_NE(result.message.find("certificate"), std::string::npos) << result.message;
@@ -112,7 +113,7 @@ TEST_F(ApiClientTest, ACaThatIsNoCertificateIsAProblemBeforeAnyCall) {
     ApiClient client(loop, config("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"));
     EXPECT_NE(client.problem().find("the certificate authority cannot be used"), std::string::npos)
         << client.problem();
-    auto result = call([&](auto done) { client.get(kLeases, done); });
+    auto result = call([&](auto done) { client.get(kLeases, std::move(done)); });
     EXPECT_EQ(result.message, client.problem());
     EXPECT_TRUE(server.requests().empty());
 }
@@ -126,7 +127,7 @@ TEST_F(ApiClientTest, AServerThatNeverAnswersTheHandshakeTimesOut) {
     options.handshakeTimeout = std::chrono::milliseconds(200);
     options.maxAttempts = 2;
     ApiClient client(loop, stuck, options);
-    auto result = call([&](auto done) { client.get(kLeases, done); });
+    auto result = call([&](auto done) { client.get(kLeases, std::move(done)); });
     EXPECT_EQ(result.code, 0);
     EXPECT_NE(result.message.find("TLS handshake with the API server timed out"), std::string::npos)
         << result.message;
@@ -135,11 +136,12 @@ TEST_F(ApiClientTest, AServerThatNeverAnswersTheHandshakeTimesOut) {
 
 TEST_F(ApiClientTest, AClosedKeptAliveConnectionIsReplacedWithoutLosingTheCall) {
     ApiClient client(loop, config(certificates.caPem), fastRetries());
-    ASSERT_TRUE(call([&](auto done) { client.get(kLeases, done); }).ok());
+    ASSERT_TRUE(call([&](auto done) { client.get(kLeases, std::move(done)); }).ok());
     server.closeConnections();
     // A create is not repeated after a failure in general, but one the server never
     // read (it closed the idle connection) goes out once more on a new connection.
-    auto created = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
+    auto created =
+        call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), std::move(done)); });
     EXPECT_EQ(created.code, 201) << created.describe();
     EXPECT_EQ(created.attempts, 1);
     EXPECT_EQ(server.requests().size(), 2u);
@@ -149,7 +151,7 @@ TEST_F(ApiClientTest, AWrongTokenIs401AndNotRetried) {
     Kubeconfig wrong = config(certificates.caPem);
     wrong.token = "stolen";
     ApiClient client(loop, wrong, fastRetries());
-    auto result = call([&](auto done) { client.get(kLeases, done); });
+    auto result = call([&](auto done) { client.get(kLeases, std::move(done)); });
     EXPECT_EQ(result.code, 401);
     EXPECT_EQ(result.attempts, 1);
     EXPECT_TRUE(client.state().reachable);
@@ -164,43 +166,47 @@ TEST_F(ApiClientTest, ARotatedTokenFileIsUsedFromTheNextRequest) {
     rotating.tokenFile = path;
     server.setTokens({"old-token"});
     ApiClient client(loop, rotating, fastRetries());
-    EXPECT_TRUE(call([&](auto done) { client.get(kLeases, done); }).ok());
+    EXPECT_TRUE(call([&](auto done) { client.get(kLeases, std::move(done)); }).ok());
     server.setTokens({"new-token-rotated"});
     test::writeFile(path, "new-token-rotated\n");
-    EXPECT_TRUE(call([&](auto done) { client.get(kLeases, done); }).ok());
+    EXPECT_TRUE(call([&](auto done) { client.get(kLeases, std::move(done)); }).ok());
 }
 
 TEST_F(ApiClientTest, AStaleReplaceIsAConflictAndACreateOfAnExistingNameIsAlreadyExists) {
     ApiClient client(loop, config(certificates.caPem), fastRetries());
-    auto created = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
+    auto created =
+        call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), std::move(done)); });
     ASSERT_EQ(created.code, 201);
     json::object stale = created.body.as_object();
     server.putObject(kLeases, "cam-0", lease("cam-0", "node-b"));  // another node wrote first
     stale["spec"].as_object()["holderIdentity"] = "node-a";
-    auto replaced = call([&](auto done) { client.replace(kLeases + "/cam-0", stale, done); });
+    auto replaced = call([&](auto done) { client.replace(kLeases + "/cam-0", stale, std::move(done)); });
     EXPECT_EQ(replaced.code, 409);
     EXPECT_TRUE(replaced.conflict());
     EXPECT_FALSE(replaced.alreadyExists());
     EXPECT_EQ(replaced.attempts, 1);
-    auto again = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
+    auto again = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), std::move(done)); });
     EXPECT_TRUE(again.alreadyExists());
     EXPECT_FALSE(again.conflict());
     // A delete whose precondition is stale is a conflict too; with the right version it deletes.
-    auto staleDelete = call(
-        [&](auto done) { client.remove(kLeases + "/cam-0", {.resourceVersion = "1", .uid = ""}, done); });
+    auto staleDelete = call([&](auto done) {
+        client.remove(kLeases + "/cam-0", {.resourceVersion = "1", .uid = ""}, std::move(done));
+    });
     EXPECT_TRUE(staleDelete.conflict());
     const std::string current = server.resourceVersionOf(kLeases, "cam-0");
-    auto deleted = call(
-        [&](auto done) { client.remove(kLeases + "/cam-0", {.resourceVersion = current, .uid = ""}, done); });
+    auto deleted = call([&](auto done) {
+        client.remove(kLeases + "/cam-0", {.resourceVersion = current, .uid = ""}, std::move(done));
+    });
     EXPECT_TRUE(deleted.ok()) << deleted.describe();
-    EXPECT_TRUE(call([&](auto done) { client.get(kLeases + "/cam-0", done); }).notFound());
+    EXPECT_TRUE(call([&](auto done) { client.get(kLeases + "/cam-0", std::move(done)); }).notFound());
 }
 
 TEST_F(ApiClientTest, TooManyRequestsIsRetriedAfterRetryAfter) {
     ApiClient client(loop, config(certificates.caPem), fastRetries());
     server.failNext(429, 2, "1");
     // A create is not idempotent, but a 429 was refused before any work: it goes again.
-    auto created = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
+    auto created =
+        call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), std::move(done)); });
     EXPECT_EQ(created.code, 201) << created.describe();
     EXPECT_EQ(created.attempts, 3);
     EXPECT_EQ(client.state().retries, 2u);
@@ -209,18 +215,19 @@ TEST_F(ApiClientTest, TooManyRequestsIsRetriedAfterRetryAfter) {
 TEST_F(ApiClientTest, ServerErrorsAreRetriedForIdempotentCallsOnly) {
     ApiClient client(loop, config(certificates.caPem), fastRetries());
     server.failNext(500, 2);
-    auto got = call([&](auto done) { client.list(kLeases, "", done); });
+    auto got = call([&](auto done) { client.list(kLeases, "", std::move(done)); });
     EXPECT_TRUE(got.ok()) << got.describe();
     EXPECT_EQ(got.attempts, 3);
     server.failNext(503, 1);
-    auto created = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
+    auto created =
+        call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), std::move(done)); });
     EXPECT_EQ(created.code, 503);
     EXPECT_EQ(created.attempts, 1);
     ClientOptions few = fastRetries();
     few.maxAttempts = 3;
     ApiClient patient(loop, config(certificates.caPem), few);
     server.failNext(500, 5);
-    auto givenUp = call([&](auto done) { patient.get(kLeases, done); });
+    auto givenUp = call([&](auto done) { patient.get(kLeases, std::move(done)); });
     EXPECT_EQ(givenUp.code, 500);
     EXPECT_EQ(givenUp.attempts, 3);
 }
@@ -230,22 +237,23 @@ TEST_F(ApiClientTest, ACallsOwnDeadlineAndAttemptsLimitItsRetries) {
     // Waiting 30 s as asked would pass the call's deadline: the 429 is the answer.
     server.failNext(429, 1, "30");
     auto hurried = call([&](auto done) {
-        client.get(kLeases, done, {.maxAttempts = 0, .deadline = std::chrono::seconds(5)});
+        client.get(kLeases, std::move(done), {.maxAttempts = 0, .deadline = std::chrono::seconds(5)});
     });
     EXPECT_EQ(hurried.code, 429);
     EXPECT_EQ(hurried.attempts, 1);
     server.failNext(500, 3);
-    auto once = call([&](auto done) { client.get(kLeases, done, {.maxAttempts = 1, .deadline = {}}); });
+    auto once =
+        call([&](auto done) { client.get(kLeases, std::move(done), {.maxAttempts = 1, .deadline = {}}); });
     EXPECT_EQ(once.code, 500);
     EXPECT_EQ(once.attempts, 1);
     server.failNext(500, 2);
-    EXPECT_TRUE(call([&](auto done) { client.get(kLeases, done); }).ok());
+    EXPECT_TRUE(call([&](auto done) { client.get(kLeases, std::move(done)); }).ok());
 }
 
 TEST_F(ApiClientTest, AppliesWithAFieldManager) {
     ApiClient client(loop, config(certificates.caPem), fastRetries());
     auto applied = call([&](auto done) {
-        client.apply(kLeases + "/cam-0", lease("cam-0", "node-a"), "devlet-node-a", true, done);
+        client.apply(kLeases + "/cam-0", lease("cam-0", "node-a"), "devlet-node-a", true, std::move(done));
     });
     EXPECT_EQ(applied.code, 201) << applied.describe();
     auto requests = server.requests();
@@ -376,7 +384,7 @@ TEST_F(ApiClientTest, RetryAfterOfAServerErrorIsCutToRetryAfterMax) {
     ApiClient client(loop, config(certificates.caPem), options);
     // Waiting as asked would outlast the test (and the node).
     server.failNext(503, 1, "100000");
-    auto got = call([&](auto done) { client.get(kLeases, done); });
+    auto got = call([&](auto done) { client.get(kLeases, std::move(done)); });
     EXPECT_TRUE(got.ok()) << got.describe();
     EXPECT_EQ(got.attempts, 2);
 }
@@ -402,13 +410,13 @@ TEST_F(ApiClientTest, ACallBeyondMaxQueuedFailsAtOnce) {
 
 TEST_F(ApiClientTest, AQueuedCallIsAnsweredAtItsDeadlineNotWhenTheCallAheadEnds) {
     ApiClient client(loop, config(certificates.caPem), fastRetries());
-    ASSERT_TRUE(call([&](auto done) { client.get(kLeases, done); }).ok());
+    ASSERT_TRUE(call([&](auto done) { client.get(kLeases, std::move(done)); }).ok());
     ASSERT_TRUE(client.state().reachable);
     server.holdAnswers(true);
     std::optional<ApiResult> ahead;
     client.get(kLeases, [&](ApiResult r) { ahead = std::move(r); });
     auto hurried = call([&](auto done) {
-        client.get(kLeases, done, {.maxAttempts = 0, .deadline = std::chrono::milliseconds(300)});
+        client.get(kLeases, std::move(done), {.maxAttempts = 0, .deadline = std::chrono::milliseconds(300)});
     });
     EXPECT_EQ(hurried.code, 0);
     EXPECT_EQ(hurried.message, "no answer from the API server before the call's deadline");
@@ -425,7 +433,7 @@ TEST_F(ApiClientTest, AQueuedCallIsAnsweredAtItsDeadlineNotWhenTheCallAheadEnds)
 TEST_F(ApiClientTest, WaitingSinceIsSetWhileTheServerDoesNotAnswer) {
     ApiClient client(loop, config(certificates.caPem), fastRetries());
     EXPECT_EQ(client.state().lastAnswer, std::chrono::steady_clock::time_point{});
-    ASSERT_TRUE(call([&](auto done) { client.get(kLeases, done); }).ok());
+    ASSERT_TRUE(call([&](auto done) { client.get(kLeases, std::move(done)); }).ok());
     const auto answeredAt = client.state().lastAnswer;
     EXPECT_NE(answeredAt, std::chrono::steady_clock::time_point{});
     EXPECT_FALSE(client.state().waitingSince.has_value());
@@ -468,7 +476,7 @@ int socketOption(int fd, int level, int name) {
 
 TEST_F(ApiClientTest, ConnectionsToTheApiServerNoticeADeadPeerThroughKeepalive) {
     ApiClient client(loop, config(certificates.caPem), fastRetries());
-    ASSERT_TRUE(call([&](auto done) { client.get(kLeases, done); }).ok());
+    ASSERT_TRUE(call([&](auto done) { client.get(kLeases, std::move(done)); }).ok());
     Informer informer(client, kLeases, {}, {});
     informer.start();
     ASSERT_TRUE(runUntil([&] { return informer.state().watchCurrent; }));

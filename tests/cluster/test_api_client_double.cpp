@@ -44,56 +44,64 @@ protected:
 
 TEST_F(ApiClientDoubleTest, TakesAndReleasesALeaseAsTheApiServerAnswers) {
     ApiClient client(loop, kubeconfig(), fastRetries());
-    auto created = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
+    auto created =
+        call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), std::move(done)); });
     ASSERT_EQ(created.code, 201) << created.describe();
-    EXPECT_TRUE(
-        call([&](auto done) { client.create(kLeases, lease("cam-0", "node-b"), done); }).alreadyExists());
+    EXPECT_TRUE(call([&](auto done) {
+                    client.create(kLeases, lease("cam-0", "node-b"), std::move(done));
+                }).alreadyExists());
 
     json::object mine = created.body.as_object();
     mine["spec"].as_object()["holderIdentity"] = "node-a-renewed";
-    auto renewed = call([&](auto done) { client.replace(kLeases + "/cam-0", mine, done); });
+    auto renewed = call([&](auto done) { client.replace(kLeases + "/cam-0", mine, std::move(done)); });
     ASSERT_TRUE(renewed.ok()) << renewed.describe();
     // The version read before the renewal is stale now.
-    auto stale = call([&](auto done) { client.replace(kLeases + "/cam-0", mine, done); });
+    auto stale = call([&](auto done) { client.replace(kLeases + "/cam-0", mine, std::move(done)); });
     EXPECT_TRUE(stale.conflict()) << stale.describe();
 
     const std::string version(renewed.body.at("metadata").at("resourceVersion").as_string());
-    auto wrongDelete = call(
-        [&](auto done) { client.remove(kLeases + "/cam-0", {.resourceVersion = "1", .uid = ""}, done); });
+    auto wrongDelete = call([&](auto done) {
+        client.remove(kLeases + "/cam-0", {.resourceVersion = "1", .uid = ""}, std::move(done));
+    });
     EXPECT_TRUE(wrongDelete.conflict()) << wrongDelete.describe();
-    auto deleted = call(
-        [&](auto done) { client.remove(kLeases + "/cam-0", {.resourceVersion = version, .uid = ""}, done); });
+    auto deleted = call([&](auto done) {
+        client.remove(kLeases + "/cam-0", {.resourceVersion = version, .uid = ""}, std::move(done));
+    });
     EXPECT_TRUE(deleted.ok()) << deleted.describe();
-    EXPECT_TRUE(call([&](auto done) { client.get(kLeases + "/cam-0", done); }).notFound());
+    EXPECT_TRUE(call([&](auto done) { client.get(kLeases + "/cam-0", std::move(done)); }).notFound());
 }
 
 TEST_F(ApiClientDoubleTest, AppliesServerSide) {
     ApiClient client(loop, kubeconfig(), fastRetries());
     auto applied = call([&](auto done) {
-        client.apply(kLeases + "/cam-0", lease("cam-0", "node-a"), "devlet-node-a", false, done);
+        client.apply(kLeases + "/cam-0", lease("cam-0", "node-a"), "devlet-node-a", false, std::move(done));
     });
     ASSERT_EQ(applied.code, 201) << applied.describe();
     EXPECT_EQ(holderOf(applied.body.as_object()), "node-a");
     // Another manager's different value conflicts unless forced.
-    auto other = call(
-        [&](auto done) { client.apply(kLeases + "/cam-0", lease("cam-0", "node-b"), "other", false, done); });
+    auto other = call([&](auto done) {
+        client.apply(kLeases + "/cam-0", lease("cam-0", "node-b"), "other", false, std::move(done));
+    });
     EXPECT_TRUE(other.conflict()) << other.describe();
-    auto forced = call(
-        [&](auto done) { client.apply(kLeases + "/cam-0", lease("cam-0", "node-b"), "other", true, done); });
+    auto forced = call([&](auto done) {
+        client.apply(kLeases + "/cam-0", lease("cam-0", "node-b"), "other", true, std::move(done));
+    });
     EXPECT_TRUE(forced.ok()) << forced.describe();
-    auto invalid = call([&](auto done) { client.create(kLeases, lease("Not_A_Name", "x"), done); });
+    auto invalid =
+        call([&](auto done) { client.create(kLeases, lease("Not_A_Name", "x"), std::move(done)); });
     EXPECT_EQ(invalid.code, 422);
     EXPECT_EQ(invalid.reason, "Invalid");
 }
 
 TEST_F(ApiClientDoubleTest, ForbiddenAndUnauthorizedAreAnswersNotRetries) {
     ApiClient reader(loop, kubeconfig("reader-token"), fastRetries());
-    auto refused = call([&](auto done) { reader.create(kLeases, lease("cam-0", "node-a"), done); });
+    auto refused =
+        call([&](auto done) { reader.create(kLeases, lease("cam-0", "node-a"), std::move(done)); });
     EXPECT_EQ(refused.code, 403);
     EXPECT_EQ(refused.reason, "Forbidden");
     EXPECT_EQ(refused.attempts, 1);
     ApiClient stranger(loop, kubeconfig("unknown-token"), fastRetries());
-    EXPECT_EQ(call([&](auto done) { stranger.list(kLeases, "", done); }).code, 401);
+    EXPECT_EQ(call([&](auto done) { stranger.list(kLeases, "", std::move(done)); }).code, 401);
 }
 
 TEST_F(ApiClientDoubleTest, TooManyRequestsWaitsForRetryAfter) {
@@ -102,7 +110,8 @@ TEST_F(ApiClientDoubleTest, TooManyRequestsWaitsForRetryAfter) {
                           R"({"count":2,"code":429,"retryAfter":1,"verb":"create","resource":"leases"})")
                   .status,
               200);
-    auto created = call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), done); });
+    auto created =
+        call([&](auto done) { client.create(kLeases, lease("cam-0", "node-a"), std::move(done)); });
     EXPECT_EQ(created.code, 201) << created.describe();
     EXPECT_EQ(created.attempts, 3);
     EXPECT_EQ(api.requestCount("create leases"), 3);
@@ -133,7 +142,9 @@ TEST_F(ApiClientDoubleTest, InformerFollowsBookmarksAndResumesAfterClosedConnect
     Informer informer(client, kLeases, recorder.handlers(), {});
     informer.start();
     ASSERT_TRUE(runUntil([&] { return informer.state().watchCurrent; }));
-    ASSERT_EQ(call([&](auto done) { writer.create(kLeases, lease("cam-0", "node-a"), done); }).code, 201);
+    ASSERT_EQ(
+        call([&](auto done) { writer.create(kLeases, lease("cam-0", "node-a"), std::move(done)); }).code,
+        201);
     ASSERT_TRUE(runUntil([&] { return recorder.events.size() == 1; }));
     // Writes elsewhere move the version on; a bookmark (every second here) brings it along.
     ASSERT_EQ(api.request("POST", "/api/v1/namespaces/devlet/secrets", R"({"metadata":{"name":"s"}})").status,
@@ -143,10 +154,12 @@ TEST_F(ApiClientDoubleTest, InformerFollowsBookmarksAndResumesAfterClosedConnect
 
     // Every connection closed under the watch; meanwhile more happens.
     ASSERT_EQ(api.control("POST", "close").status, 200);
-    ASSERT_EQ(call([&](auto done) { writer.create(kLeases, lease("cam-1", "node-b"), done); }).code, 201);
-    auto current = call([&](auto done) { writer.get(kLeases + "/cam-0", done); }).body.as_object();
+    ASSERT_EQ(
+        call([&](auto done) { writer.create(kLeases, lease("cam-1", "node-b"), std::move(done)); }).code,
+        201);
+    auto current = call([&](auto done) { writer.get(kLeases + "/cam-0", std::move(done)); }).body.as_object();
     current["spec"].as_object()["holderIdentity"] = "node-c";
-    ASSERT_TRUE(call([&](auto done) { writer.replace(kLeases + "/cam-0", current, done); }).ok());
+    ASSERT_TRUE(call([&](auto done) { writer.replace(kLeases + "/cam-0", current, std::move(done)); }).ok());
     ASSERT_TRUE(runUntil([&] { return recorder.events.size() >= 3 && informer.state().watchCurrent; }));
     EXPECT_EQ(recorder.events, (std::vector<std::string>{"added cam-0 node-a", "added cam-1 node-b",
                                                          "modified cam-0 node-c"}));
@@ -157,8 +170,10 @@ TEST_F(ApiClientDoubleTest, InformerFollowsBookmarksAndResumesAfterClosedConnect
 TEST_F(ApiClientDoubleTest, InformerListsAgainWhenTheWatchExpires) {
     ApiClient client(loop, kubeconfig(), fastRetries());
     ApiClient writer(loop, kubeconfig(), fastRetries());
-    ASSERT_EQ(call([&](auto done) { writer.create(kLeases, lease("keep", "node-a"), done); }).code, 201);
-    ASSERT_EQ(call([&](auto done) { writer.create(kLeases, lease("drop", "node-a"), done); }).code, 201);
+    ASSERT_EQ(call([&](auto done) { writer.create(kLeases, lease("keep", "node-a"), std::move(done)); }).code,
+              201);
+    ASSERT_EQ(call([&](auto done) { writer.create(kLeases, lease("drop", "node-a"), std::move(done)); }).code,
+              201);
     Recorder recorder;
     Informer informer(client, kLeases, recorder.handlers(), {});
     informer.start();

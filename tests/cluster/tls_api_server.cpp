@@ -229,7 +229,7 @@ void TlsApiServer::acceptLoop() {
                     lock.unlock();
                     net::write(stream, http::make_chunk_last());
                 }
-            } catch (const std::exception&) {
+            } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch)
                 // The client went away or the server stops.
             }
             std::lock_guard lock(mutex_);

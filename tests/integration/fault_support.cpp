@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string_view>
 
 #include <fcntl.h>
@@ -48,7 +50,13 @@ int faultRounds(int ci, int manual) {
         why = "DEVLET_FAULTS=long";
     }
     if (const char* exact = std::getenv("DEVLET_FAULT_ROUNDS")) {
-        rounds = std::max(1, std::atoi(exact));
+        const std::string_view text = exact;
+        int given = 0;
+        if (const auto [stop, error] = std::from_chars(text.data(), text.data() + text.size(), given);
+            error != std::errc() || stop != text.data() + text.size())
+            throw std::invalid_argument("DEVLET_FAULT_ROUNDS must be a whole number, not \"" +
+                                        std::string(text) + "\"");
+        rounds = std::max(1, given);
         why = "DEVLET_FAULT_ROUNDS";
     }
     std::printf("fault storm: %d round(s) (%s)\n", rounds, why.c_str());
@@ -107,20 +115,25 @@ std::vector<std::string> disagreements(const KubeletSimulator& kubelet,
             const bool healthy = state.health == kHealthy;
             auto it = held.find(slot);
             if (it == held.end()) {
-                if (agreement == Agreement::Exact && !healthy)
-                    result.push_back("slot " + slot + " is held by no pod but " + state.health + " in " +
-                                     resource + " (leaked)");
+                if (agreement == Agreement::Exact && !healthy) {
+                    std::string leaked = "slot " + slot + " is held by no pod but " + state.health;
+                    leaked += " in " + resource + " (leaked)";
+                    result.push_back(std::move(leaked));
+                }
                 continue;
             }
             const bool holder = std::any_of(it->second.begin(), it->second.end(),
                                             [&](const Hold& hold) { return hold.resource == resource; });
             if (holder && !healthy) {
-                result.push_back("slot " + slot + " is held through " + resource + " but " + state.health +
-                                 " there (devlet lost or moved its holder)");
+                std::string lost = "slot " + slot + " is held through ";
+                lost += resource + " but " + state.health + " there (devlet lost or moved its holder)";
+                result.push_back(std::move(lost));
             } else if (!holder && healthy) {
-                result.push_back("slot " + slot + " is held by " + it->second.front().pod + " through " +
-                                 it->second.front().resource + " but Healthy in " + resource +
-                                 " (it could be given twice)");
+                const Hold& first = it->second.front();
+                std::string twice =
+                    "slot " + slot + " is held by " + first.pod + " through " + first.resource;
+                twice += " but Healthy in " + resource + " (it could be given twice)";
+                result.push_back(std::move(twice));
             }
         }
     }

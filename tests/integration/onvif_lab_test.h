@@ -27,8 +27,11 @@ protected:
     }
     void TearDown() override {
         DaemonTest::TearDown();
+        stopInLab();
         lab_.reset();
     }
+    // Stops what a test started inside the lab's namespaces: after the daemon, before the lab.
+    virtual void stopInLab() {}
 
     // Starts the simulated camera 192.0.2.<host> with `options` (--uuid, --user, ...) and
     // waits until it answers; its pid.

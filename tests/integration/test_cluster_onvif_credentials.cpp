@@ -97,13 +97,14 @@ protected:
     }
     void TearDown() override {
         if (HasFailure() && api_) std::cerr << "--- API double ---\n" << api_->log();
-        DaemonTest::TearDown();
+        OnvifLabTest::TearDown();
+    }
+    void stopInLab() override {
         if (lab_ && api_) {
             lab_->enter();
             api_.reset();
             lab_->leave();
         }
-        lab_.reset();
     }
 
     void camera(int host, const std::string& uuid, const std::string& user, const std::string& password) {

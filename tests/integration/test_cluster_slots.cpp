@@ -32,6 +32,11 @@ constexpr char kCl[] = "akri.sh/cams";
 constexpr int kLeaseSeconds = 2;
 const std::vector<std::string> kNodes = {"node-a", "node-b", "node-c"};
 
+// The name of the broker pod a node runs for an instance.
+std::string brokerPod(const std::string& node, const std::string& instance) {
+    return node + "-" + instance + "-pod";
+}
+
 struct Node {
     std::string name;
     unsigned short port = 0;  // its status server
@@ -47,7 +52,7 @@ protected:
             // tests read as the administrator (the first token).
             KubeApiDouble::Options options;
             options.tokens = {"admin-token admin"};
-            for (const std::string& name : kNodes) options.tokens.push_back(name + "-token " + name);
+            for (const std::string& name : kNodes) options.tokens.push_back((name + "-token ").append(name));
             api_ = std::make_unique<KubeApiDouble>(dir_.dir("api"), options);
         } catch (const std::exception& e) {
             GTEST_SKIP() << "the Kubernetes API double cannot start: " << e.what();
@@ -150,8 +155,8 @@ protected:
         for (Node& node : nodes_) {
             for (const std::string& id : ids) {
                 threads.emplace_back([&, id, n = &node] {
-                    auto result = n->kubelet->allocateIds("default", round + "-" + n->name + "-" + id, "main",
-                                                          kCl, {id});
+                    auto result = n->kubelet->allocateIds("default", (round + "-" + n->name + "-").append(id),
+                                                          "main", kCl, {id});
                     if (result.ok) ++granted;
                 });
             }
@@ -617,7 +622,7 @@ TEST_F(ClusterSlotsTest, ReadmeClusterCamerasExampleGivesTheCameraToOneBroker) {
     for (const auto& [name, pod] : pods) {
         instance = std::string(pod.at("metadata").at("labels").at("akri.sh/instance").as_string());
         const std::string node(pod.at("spec").at("nodeName").as_string());
-        EXPECT_EQ(name, node + "-" + instance + "-pod");
+        EXPECT_EQ(name, brokerPod(node, instance));
         EXPECT_EQ(pod.at("spec").at("containers").at(0).at("image"),
                   "ghcr.io/project-akri/akri/onvif-video-broker:latest");
     }
@@ -635,7 +640,7 @@ TEST_F(ClusterSlotsTest, ReadmeClusterCamerasExampleGivesTheCameraToOneBroker) {
     for (Node& node : nodes_) {
         admissions.emplace_back([&, n = &node] {
             if (n->kubelet
-                    ->allocateIds("devlet", n->name + "-" + instance + "-pod", "onvif-video-broker", resource,
+                    ->allocateIds("devlet", brokerPod(n->name, instance), "onvif-video-broker", resource,
                                   {instance + "-0"})
                     .ok)
                 ++granted;
@@ -659,7 +664,7 @@ TEST_F(ClusterSlotsTest, ReadmeClusterCamerasExampleGivesTheCameraToOneBroker) {
         << pods.size();
     // The winner's broker ends: the camera is free, and every node offers a broker again.
     for (Node& node : nodes_) {
-        if (node.name == winner) node.kubelet->removePod("devlet", winner + "-" + instance + "-pod");
+        if (node.name == winner) node.kubelet->removePod("devlet", brokerPod(winner, instance));
     }
     EXPECT_TRUE(eventually(
         [&] {

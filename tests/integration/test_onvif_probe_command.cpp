@@ -342,9 +342,9 @@ TEST_F(OnvifProbeCommandTest, TheCameraCapIsReported) {
 }
 
 TEST_F(OnvifProbeCommandTest, PasswordsAreRefusedOnTheCommandLine) {
-    const CommandResult inline_ = probe({"--user", "admin", "--password", "secret"});
-    EXPECT_EQ(inline_.exitCode, 2) << inline_.output;
-    EXPECT_TRUE(contains(inline_.output, "--password-file")) << inline_.output;
+    const CommandResult onCommandLine = probe({"--user", "admin", "--password", "secret"});
+    EXPECT_EQ(onCommandLine.exitCode, 2) << onCommandLine.output;
+    EXPECT_TRUE(contains(onCommandLine.output, "--password-file")) << onCommandLine.output;
     const CommandResult noFile = probe({"--user", "admin"});
     EXPECT_EQ(noFile.exitCode, 2) << noFile.output;
     const CommandResult missing =

@@ -250,9 +250,9 @@ TEST_F(ProbeCommandKeyboardTest, AncestorRuleSaysWhichHubTheParentFiltersHeldOn)
 }
 
 TEST_F(ProbeCommandKeyboardTest, ParentFiltersSplitOverTwoDevicesAreExplainedPerDevice) {
-    auto result = runDevlet({"probe", "usb", "--json", "--rule",
-                             R"(SUBSYSTEM=="input", KERNEL=="event*", ATTRS{idProduct}=="0007", )"
-                             R"(ATTRS{product}=="Kinesis Keyboard Hub")"});
+    const std::string filters = R"(SUBSYSTEM=="input", KERNEL=="event*", ATTRS{idProduct}=="0007", )"
+                                R"(ATTRS{product}=="Kinesis Keyboard Hub")";
+    auto result = runDevlet({"probe", "usb", "--json", "--rule", filters});
     ASSERT_EQ(result.exitCode, 0) << result.output;
     const boost::json::value document = boost::json::parse(result.output);
     const auto& rule = document.at("ruleSets").at(0).at("rules").at(0);

@@ -160,7 +160,7 @@ TEST_F(DevicePluginServerTest, MalformedAllocateIsInvalidArgument) {
     grpc::ByteBuffer request(&slice, 1), response;
     std::promise<grpc::Status> done;
     generic.UnaryCall(&context, "/v1beta1.DevicePlugin/Allocate", grpc::StubOptions(), &request, &response,
-                      [&](grpc::Status status) { done.set_value(status); });
+                      [&](const grpc::Status& status) { done.set_value(status); });
     EXPECT_EQ(done.get_future().get().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 

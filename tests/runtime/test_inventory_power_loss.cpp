@@ -115,9 +115,12 @@ protected:
                 const std::string instance = slot.substr(0, slot.rfind('-'));
                 const std::string other = resource == kCl ? "akri.sh/" + instance : std::string(kCl);
                 auto refused = test::allocateNow(*node->arbiter, other, {slot});
-                if (!std::holds_alternative<AllocationRefused>(refused))
-                    result.offeredTwice.push_back("round " + std::to_string(round) + ": " + slot +
-                                                  " through " + other + ", held through " + resource);
+                if (!std::holds_alternative<AllocationRefused>(refused)) {
+                    std::string twice = "round " + std::to_string(round) + ": " + slot;
+                    twice += " through " + other;
+                    twice += ", held through " + resource;
+                    result.offeredTwice.push_back(std::move(twice));
+                }
             }
             // Now and then every pod ends, on a kubelet that knows its pods: the slots are free.
             if (answered.size() > 5) {

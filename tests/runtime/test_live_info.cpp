@@ -376,9 +376,10 @@ TEST_F(LiveInfoTest, ReaderNeverSeesPartialDocument) {
     });
     for (int k = 0; k < kRewrites; ++k) {
         // A property long enough that a torn write would show.
-        inventory_->reportSnapshot(
-            "echo", {echoDevice("foo0", std::string(static_cast<std::size_t>(k % 7) * 1000, 'a' + k % 26)),
-                     echoDevice("foo1")});
+        inventory_->reportSnapshot("echo",
+                                   {echoDevice("foo0", std::string(static_cast<std::size_t>(k % 7) * 1000,
+                                                                   static_cast<char>('a' + k % 26))),
+                                    echoDevice("foo1")});
     }
     done = true;
     reader.join();

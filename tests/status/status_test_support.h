@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -25,7 +26,10 @@ inline unsigned short freePort() {
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     address.sin_port = 0;
-    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+        ::close(fd);
+        throw std::runtime_error("cannot bind a loopback socket to find a free port");
+    }
     socklen_t length = sizeof address;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
     ::close(fd);

@@ -314,7 +314,8 @@ TEST(StatusReport, KeptDocumentsAreTheSameAsFreshOnes) {
     int asked = 0;
     SnapshotDocuments documents(snapshot, [&](std::size_t limit) {
         ++asked;
-        return std::vector<StatusEvent>(events.begin(), events.begin() + std::min(limit, events.size()));
+        return std::vector<StatusEvent>(
+            events.begin(), events.begin() + static_cast<std::ptrdiff_t>(std::min(limit, events.size())));
     });
     for (const char* what :
          {"status", "daemon", "configurations", "instances", "slots", "probes", "events"}) {
@@ -350,7 +351,7 @@ TEST(StatusMetrics, EverySampleLineIsWellFormed) {
     std::istringstream lines(text);
     int samples = 0;
     for (std::string line; std::getline(lines, line);) {
-        if (line.rfind("#", 0) == 0) {
+        if (line.rfind('#', 0) == 0) {
             EXPECT_TRUE(std::regex_match(line, comment)) << line;
         } else {
             EXPECT_TRUE(std::regex_match(line, sample)) << line;

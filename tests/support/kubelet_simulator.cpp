@@ -574,10 +574,11 @@ void KubeletSimulator::handleRegister(const v1beta1::RegisterRequest& request,
     // wait_for_ready + deadline behaves like the kubelet's blocking dial with a timeout.
     pending->context.set_wait_for_ready(true);
     pending->context.set_deadline(std::chrono::system_clock::now() + timeout);
-    pending->stub->async()->GetDevicePluginOptions(&pending->context, &pending->empty, &pending->options,
-                                                   [this, registration = pending.get()](grpc::Status status) {
-                                                       completeRegistration(*registration, status);
-                                                   });
+    pending->stub->async()->GetDevicePluginOptions(
+        &pending->context, &pending->empty, &pending->options,
+        [this, registration = pending.get()](const grpc::Status& status) {
+            completeRegistration(*registration, status);
+        });
 }
 
 void KubeletSimulator::completeRegistration(PendingRegistration& pending, const grpc::Status& status) {
@@ -810,7 +811,7 @@ std::set<std::string> KubeletSimulator::inUseLocked(const std::string& resource)
 
 AllocationResult KubeletSimulator::allocate(const std::string& podNamespace, const std::string& pod,
                                             const std::string& container, const std::string& resource,
-                                            int count, std::vector<std::string> reuse) {
+                                            int count, const std::vector<std::string>& reuse) {
     // The kubelet admits one pod at a time.
     std::lock_guard admission(admissionMutex_);
     collectGarbage();
@@ -830,9 +831,11 @@ AllocationResult KubeletSimulator::allocate(const std::string& podNamespace, con
             }
             // A restarted container keeps its devices; no Allocate call.
             if (a.deviceIds.size() != required) {
-                result.error = "pod \"" + podNamespace + "/" + pod + "\" container \"" + container +
-                               "\" changed request for resource \"" + resource + "\" from " +
-                               std::to_string(a.deviceIds.size()) + " to " + std::to_string(count);
+                result.error = "pod \"" + podNamespace + "/";
+                result.error += pod + "\" container \"";
+                result.error += container + "\" changed request for resource \"";
+                result.error += resource + "\" from " + std::to_string(a.deviceIds.size()) + " to " +
+                                std::to_string(count);
                 return result;
             }
             result.ok = true;
@@ -917,7 +920,7 @@ AllocationResult KubeletSimulator::allocate(const std::string& podNamespace, con
 
 AllocationResult KubeletSimulator::allocateIds(const std::string& podNamespace, const std::string& pod,
                                                const std::string& container, const std::string& resource,
-                                               std::vector<std::string> ids) {
+                                               const std::vector<std::string>& ids) {
     std::lock_guard admission(admissionMutex_);
     collectGarbage();
     std::shared_ptr<v1beta1::DevicePlugin::Stub> stub;

@@ -147,13 +147,13 @@ public:
     // restart). Success is recorded for PodResources and holds the devices.
     AllocationResult allocate(const std::string& podNamespace, const std::string& pod,
                               const std::string& container, const std::string& resource, int count,
-                              std::vector<std::string> reuse = {});
+                              const std::vector<std::string>& reuse = {});
     // Calls Allocate with exactly these ids (no availability check, no preferred
     // allocation) and records them on success, replacing the container's earlier record
     // for the resource. For tests that force a conflict.
     AllocationResult allocateIds(const std::string& podNamespace, const std::string& pod,
                                  const std::string& container, const std::string& resource,
-                                 std::vector<std::string> ids);
+                                 const std::vector<std::string>& ids);
     // Forgets the pod's allocations: PodResources stops listing it, its devices are free.
     void removePod(const std::string& podNamespace, const std::string& pod);
 

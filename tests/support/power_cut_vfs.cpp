@@ -249,7 +249,7 @@ PowerCutVfs::~PowerCutVfs() {
 
 void PowerCutVfs::keepUnsyncedWrites(double probability, std::uint64_t seed) {
     keepProbability_ = probability;
-    random_.seed(seed);
+    random_.emplace(seed);
 }
 
 PowerCutVfs::Tracked* PowerCutVfs::track(const std::string& path) {
@@ -285,7 +285,8 @@ void PowerCutVfs::deleted(const std::string& path) {
 }
 
 void PowerCutVfs::operation() {
-    if (operationsToCut_ > 0 && --operationsToCut_ == 0) cutNow();
+    if (operationsToCut_ == 0) return;  // no cut armed
+    if (--operationsToCut_ == 0) cutNow();
 }
 
 void PowerCutVfs::cutAfter(std::uint64_t operations) {
@@ -298,7 +299,7 @@ std::optional<std::string> PowerCutVfs::imageOf(const Tracked& file) {
     std::string image = *file.durable;
     std::bernoulli_distribution lands(keepProbability_);
     for (const Tracked::Change& change : file.unsynced)
-        if (keepProbability_ > 0 && lands(random_)) apply(image, change);
+        if (keepProbability_ > 0 && lands(*random_)) apply(image, change);
     return image;
 }
 

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-struct sqlite3_vfs;
-struct sqlite3_file;
+struct sqlite3_vfs;   // NOLINT(readability-identifier-naming): SQLite's name
+struct sqlite3_file;  // NOLINT(readability-identifier-naming): SQLite's name
 
 namespace devlet::test {
 
@@ -86,7 +86,7 @@ private:
     std::optional<std::map<std::string, std::optional<std::string>>> image_;
     std::uint64_t operationsToCut_ = 0;  // 0: no cut armed
     double keepProbability_ = 0;
-    std::mt19937_64 random_;
+    std::optional<std::mt19937_64> random_;  // made with the seed keepUnsyncedWrites is given
 };
 
 // While it lives, every connection this process opens keeps synchronous = NORMAL whatever

@@ -28,7 +28,7 @@ constexpr auto kTimeout = 10s;
 constexpr const char* kResource = "example.com/widget";
 
 v1beta1::Device device(const std::string& id, const std::string& health = "Healthy",
-                       std::vector<int64_t> numa = {}) {
+                       const std::vector<int64_t>& numa = {}) {
     v1beta1::Device d;
     d.set_id(id);
     d.set_health(health);

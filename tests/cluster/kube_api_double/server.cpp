@@ -350,7 +350,7 @@ Route route(http::verb method, const Target& t) {
         return r;
     }
     // [namespaces/NS/]RESOURCE[/NAME[/SUBRESOURCE]]
-    std::vector<std::string> rest(s.begin() + i, s.end());
+    std::vector<std::string> rest(s.begin() + static_cast<std::ptrdiff_t>(i), s.end());
     if (rest.size() >= 3 && rest[0] == "namespaces") {
         const ResourceType* inner = findResource(group, version, rest[2]);
         if (inner && inner->namespaced) {
@@ -414,7 +414,7 @@ std::string nowText() {
 // ---- the server ----
 
 struct Watcher {
-    explicit Watcher(asio::any_io_executor ex) : wake(ex) {}
+    explicit Watcher(const asio::any_io_executor& ex) : wake(ex) {}
     const ResourceType* type = nullptr;
     std::string ns;    // "" for all
     std::string user;  // who opened it (partition and silence-watches pick by user)
@@ -507,13 +507,14 @@ public:
         boost::system::error_code ec;
         const auto address = asio::ip::make_address(host, ec);
         if (ec) return "--listen: " + host + " is not an IP address";
+        std::string notPort = "--listen: the port in " + options_.listen + " is not a port number";
         int port = -1;
         try {
             port = std::stoi(options_.listen.substr(colon + 1));
         } catch (const std::exception&) {
+            return notPort;
         }
-        if (port < 0 || port > 65535)
-            return "--listen: the port in " + options_.listen + " is not a port number";
+        if (port < 0 || port > 65535) return notPort;
         endpoint_ = tcp::endpoint(address, static_cast<unsigned short>(port));
         if (std::string error = listen(); !error.empty()) return error;
         endpoint_ = acceptor_.local_endpoint();
@@ -566,7 +567,7 @@ private:
                 if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
                 continue;
             }
-            asio::co_spawn(io_, session(std::move(socket)), [](std::exception_ptr) {});
+            asio::co_spawn(io_, session(std::move(socket)), [](const std::exception_ptr&) {});
         }
     }
 
@@ -1139,7 +1140,8 @@ private:
         int timeout = 1800;
         try {
             if (!target.param("timeoutSeconds").empty()) timeout = std::stoi(target.param("timeoutSeconds"));
-        } catch (const std::exception&) {
+        } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch)
+            // Not a number: the default, as when none is given.
         }
         const auto deadline = Clock::now() + std::chrono::seconds(std::max(timeout, 0));
         const auto interval = std::chrono::seconds(std::max(options_.bookmarkSeconds, 1));
@@ -1192,7 +1194,7 @@ private:
             Server* server;
             ~Uncount() { --server->silentWatches_; }
         } uncount{this};
-        std::array<char, 4096> discarded;
+        std::array<char, 4096> discarded{};
         for (;;) {
             auto [ec, n] = co_await stream.async_read_some(asio::buffer(discarded), noThrow);
             if (ec) break;

@@ -548,7 +548,7 @@ Outcome failure(int code, const std::string& reason, const std::string& message,
 
 namespace {
 
-std::string trim(std::string s) {
+std::string trim(const std::string& s) {
     const auto b = s.find_first_not_of(' ');
     const auto e = s.find_last_not_of(' ');
     return b == std::string::npos ? "" : s.substr(b, e - b + 1);
@@ -662,7 +662,8 @@ std::optional<Selector> Selector::parse(const std::string& labels, const std::st
             const std::size_t skip = term.compare(q, 2, "==") == 0 ? 2 : 1;
             r.values = {trim(term.substr(q + skip))};
         } else {
-            error = "invalid selector: '" + fields + "'; can't understand '" + term + "'";
+            error = "invalid selector: '" + fields + "'; can't understand '";
+            error += term + "'";
             return std::nullopt;
         }
         if (!fieldSupported(type, r.key)) {
@@ -863,7 +864,7 @@ Outcome Store::list(const ResourceType& type, const std::string& ns, const Selec
          it != objects_.end() && std::get<0>(it->first) == type.resource; ++it) {
         const auto& [res, objNs, objName] = it->first;
         if (type.namespaced && !ns.empty() && objNs != ns) continue;
-        const std::string position = objNs + "/" + objName;
+        const std::string position = (objNs + "/").append(objName);
         if (!after.empty() && position <= after) continue;
         if (!selector.matches(it->second.object)) continue;
         if (limit > 0 && items.size() == limit) {

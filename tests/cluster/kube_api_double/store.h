@@ -77,7 +77,7 @@ public:
 private:
     struct Requirement {
         std::string key;
-        enum class Op { Equal, NotEqual, Exists, NotExists, In, NotIn } op;
+        enum class Op { Equal, NotEqual, Exists, NotExists, In, NotIn } op = Op::Equal;
         std::vector<std::string> values;
     };
     static bool test(const Requirement& r, const std::optional<std::string>& value);

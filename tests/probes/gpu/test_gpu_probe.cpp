@@ -350,11 +350,11 @@ TEST_F(GpuProbeReadsTest, VirtualFunctionsUnderAPhysicalFunctionAreReadWithItAnd
     umockdev_testbed_set_attribute(testbed_, (std::string("/sys") + kXe).c_str(), "sriov_numvfs", "0");
     for (int vf = 1; vf <= 2; ++vf) {
         const std::string devpath = std::string(kPort) + "/0000:03:00." + std::to_string(vf);
-        const std::string card = std::to_string(2 + vf);
-        uevent(devpath + "/drm/card" + card, "remove");
+        const std::string card = devpath + "/drm/card" + std::to_string(2 + vf);
+        uevent(card, "remove");
         uevent(devpath, "remove");
         for (const std::string& device :
-             {devpath + "/drm/card" + card, devpath + "/drm/renderD" + std::to_string(128 + 2 + vf), devpath})
+             {card, devpath + "/drm/renderD" + std::to_string(128 + 2 + vf), devpath})
             umockdev_testbed_remove_device(testbed_, ("/sys" + device).c_str());
     }
     ASSERT_TRUE(runUntil([&] {

@@ -18,6 +18,7 @@
 // One thread, poll() on its sockets.
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -814,10 +815,19 @@ int main(int argc, char** argv) {
             }
             return argv[++i];
         };
+        // The next argument as a whole number of `target`'s type, or the camera does not start.
+        auto number = [&](auto& target) {
+            const std::string text = value();
+            const auto [stop, error] = std::from_chars(text.data(), text.data() + text.size(), target);
+            if (error != std::errc() || stop != text.data() + text.size()) {
+                std::cerr << "onvif_camera: " << arg << " needs a whole number, not \"" << text << "\"\n";
+                std::exit(2);
+            }
+        };
         if (arg == "--address")
             options.address = value();
         else if (arg == "--port")
-            options.port = std::atoi(value().c_str());
+            number(options.port);
         else if (arg == "--address6")
             options.address6 = value();
         else if (arg == "--interface6")
@@ -825,7 +835,7 @@ int main(int argc, char** argv) {
         else if (arg == "--https")
             options.tlsKeyFile = value();
         else if (arg == "--advertise-port")
-            options.advertisePort = std::atoi(value().c_str());
+            number(options.advertisePort);
         else if (arg == "--uuid")
             options.uuid = value();
         else if (arg == "--name")
@@ -837,17 +847,17 @@ int main(int argc, char** argv) {
         else if (arg == "--mac")
             options.mac = value();
         else if (arg == "--clock-offset")
-            options.clockOffsetSeconds = std::atol(value().c_str());
+            number(options.clockOffsetSeconds);
         else if (arg == "--hello")
             options.hello = options.bye = true;
         else if (arg == "--bye")
             options.bye = true;
         else if (arg == "--answer-delay-ms")
-            options.answerDelayMs = std::atoi(value().c_str());
+            number(options.answerDelayMs);
         else if (arg == "--no-probe-answers")
             options.answerProbes = false;
         else if (arg == "--fail-every")
-            options.failEvery = std::atoi(value().c_str());
+            number(options.failEvery);
         else if (arg == "--auth")
             options.auth = value();
         else if (arg == "--record-credentials")

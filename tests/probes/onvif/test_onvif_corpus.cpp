@@ -125,6 +125,7 @@ const DiscoveryRow kDiscoveryRows[] = {
     },
 };
 
+// NOLINTNEXTLINE(readability-identifier-naming): gtest's name
 void PrintTo(const DiscoveryRow& row, std::ostream* out) {
     *out << row.file;
 }
@@ -590,6 +591,7 @@ const AnswerRow kAnswerRows[] = {
 };
 // clang-format on
 
+// NOLINTNEXTLINE(readability-identifier-naming): gtest's name
 void PrintTo(const AnswerRow& row, std::ostream* out) {
     *out << row.name;
 }

@@ -58,10 +58,12 @@ std::string capabilitiesWithMedia(const std::string& xaddr) {
 
 std::string services(const std::vector<std::pair<std::string, std::string>>& list) {
     std::string body = "<tds:GetServicesResponse>";
-    for (const auto& [ns, xaddr] : list)
-        body += "<tds:Service><tds:Namespace>" + ns + "</tds:Namespace><tds:XAddr>" + xaddr +
+    for (const auto& [ns, xaddr] : list) {
+        body += "<tds:Service><tds:Namespace>" + ns + "</tds:Namespace><tds:XAddr>";
+        body += xaddr +
                 "</tds:XAddr><tds:Version><tt:Major>2</tt:Major><tt:Minor>60</tt:Minor></tds:Version></"
                 "tds:Service>";
+    }
     return answer(body + "</tds:GetServicesResponse>");
 }
 

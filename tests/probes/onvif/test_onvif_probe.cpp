@@ -163,7 +163,10 @@ protected:
         std::string text;
         for (const Instance& i : sink_.snapshot) {
             text += i.id + "\n";
-            for (const auto& [k, v] : i.properties) text += "  " + k + "=" + v + "\n";
+            for (const auto& [k, v] : i.properties) {
+                text += "  " + k + "=";
+                text += v + "\n";
+            }
         }
         return text + (sink_.error.empty() ? "" : "error: " + sink_.error + "\n");
     }
@@ -678,12 +681,12 @@ TEST_F(OnvifProbeTest, ThirdPartyDigestClientAgreesWithTheSimulatedCamera) {
     for (int host : {64, 65}) {
         const std::string url = "http://192.0.2." + std::to_string(host) + ":8080/onvif/device_service";
         const std::string curl = "timeout 20 curl -s -H Content-Type:application/soap+xml -d @" + body + " ";
-        const std::string plain = lab_->output(curl + "-o /dev/null -w %{http_code} " + url);
+        const std::string plain = lab_->output((curl + "-o /dev/null -w %{http_code} ").append(url));
         EXPECT_EQ(plain, "401") << host;
-        const std::string answer = lab_->output(curl + "--digest -u admin:secret " + url);
+        const std::string answer = lab_->output((curl + "--digest -u admin:secret ").append(url));
         EXPECT_NE(answer.find("<tds:Manufacturer>devlet</tds:Manufacturer>"), std::string::npos) << answer;
         const std::string wrong =
-            lab_->output(curl + "--digest -u admin:wrong -o /dev/null -w %{http_code} " + url);
+            lab_->output((curl + "--digest -u admin:wrong -o /dev/null -w %{http_code} ").append(url));
         EXPECT_EQ(wrong, "401") << host;
     }
 }

@@ -369,7 +369,7 @@ Tree pciHost() {
 
 constexpr const char* kGpu = "/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
 
-UdevDetails withProperties(UdevDetails details, std::map<std::string, std::string> properties) {
+UdevDetails withProperties(UdevDetails details, const std::map<std::string, std::string>& properties) {
     applyDiscoveryProperties(properties, details);
     return details;
 }

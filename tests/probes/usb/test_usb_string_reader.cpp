@@ -91,7 +91,7 @@ struct BlockedRead {
 };
 
 UsbStringReader::ReadFunction blockingFirstRead(std::shared_ptr<BlockedRead> blocked) {
-    return [blocked](const UsbStringRequest&) {
+    return [blocked = std::move(blocked)](const UsbStringRequest&) {
         if (blocked->reads++ == 0) {
             blocked->started.set_value();
             blocked->released.wait();
