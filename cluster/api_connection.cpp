@@ -101,22 +101,21 @@ void Connection::stream(const std::shared_ptr<Request>& request, std::chrono::mi
                         std::function<void(int, const http::fields&)> header,
                         std::function<bool(std::string&)> body, std::function<void(beast::error_code)> end) {
     beast::get_lowest_layer(*stream_).expires_after(options_.requestTimeout);
-    http::async_write(*stream_, *request,
-                      [self = shared_from_this(), request, idle, header = std::move(header),
-                       body = std::move(body),
-                       end = std::move(end)](const beast::error_code& ec, std::size_t) {
-                          if (ec) return end(ec);
-                          self->parser_.emplace();
-                          self->parser_->body_limit(boost::none);
-                          http::async_read_header(
-                              *self->stream_, self->buffer_, *self->parser_,
-                              [self, idle, header, body, end](const beast::error_code& ec, std::size_t) {
-                                  if (ec) return end(ec);
-                                  header(static_cast<int>(self->parser_->get().result_int()),
-                                         self->parser_->get());
-                                  self->readMore(idle, body, end);
-                              });
-                      });
+    http::async_write(
+        *stream_, *request,
+        [self = shared_from_this(), request, idle, header = std::move(header), body = std::move(body),
+         end = std::move(end)](const beast::error_code& ec, std::size_t) {
+            if (ec) return end(ec);
+            self->parser_.emplace();
+            self->parser_->body_limit(boost::none);
+            http::async_read_header(
+                *self->stream_, self->buffer_, *self->parser_,
+                [self, idle, header, body, end](const beast::error_code& ec, std::size_t) {
+                    if (ec) return end(ec);
+                    header(static_cast<int>(self->parser_->get().result_int()), self->parser_->get());
+                    self->readMore(idle, body, end);
+                });
+        });
 }
 
 void Connection::close() {

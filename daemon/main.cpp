@@ -16,11 +16,11 @@
 #include <sys/resource.h>
 
 #include "daemon/daemon.h"
+#include "daemon/gpu_probe_command.h"
 #include "daemon/probe_command.h"
 #include "daemon/status_command.h"
 #include "probes/echo/echo_handler.h"
 #include "probes/gpu/gpu_handler.h"
-#include "daemon/gpu_probe_command.h"
 #include "probes/onvif/onvif_handler.h"
 #include "probes/usb/udev_handler.h"
 #include "runtime/configuration.h"
