@@ -315,8 +315,7 @@ TEST_F(ClusterSlotsTest, WipedApiGetsTheHeldSlotsLeasesBack) {
     ASSERT_TRUE(nodes_[2].kubelet->allocateIds("default", "pod-c", "main", kCl, {ids[1]}).ok);
     const auto before = leases();
     api_->restart();
-    ASSERT_TRUE(eventually([&] { return leases() == before; }, 30s))
-        << nodes_[0].daemon->log();
+    ASSERT_TRUE(eventually([&] { return leases() == before; }, 30s)) << nodes_[0].daemon->log();
     EXPECT_TRUE(waitForSlots(nodes_[1], 0)) << nodes_[1].daemon->log();
     expectNoSlotTwice(clusterHolds());
 }

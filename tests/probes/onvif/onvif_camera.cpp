@@ -526,8 +526,8 @@ int requireAuth(struct soap* soap) {
     bool ok = token && token->Username && token->Password && token->Password->__item && token->Nonce &&
               token->Nonce->__item && token->wsu__Created && options.user == token->Username;
     if (ok) {
-        const std::string expected =
-            passwordDigest(devlet::base64Decode(token->Nonce->__item).value_or(""), token->wsu__Created, options.password);
+        const std::string expected = passwordDigest(devlet::base64Decode(token->Nonce->__item).value_or(""),
+                                                    token->wsu__Created, options.password);
         ok = expected == token->Password->__item;
     }
     if (ok) {
