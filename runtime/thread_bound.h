@@ -36,6 +36,9 @@ public:
     void check(const char* function = __builtin_FUNCTION(), const char* file = __builtin_FILE(),
                unsigned line = __builtin_LINE()) const ASSERT_CAPABILITY(this) {
         const std::thread::id self = std::this_thread::get_id();
+        // The usual case, a plain load: readers on hot paths (the slot ledger's, per slot
+        // of a device list) check too, and a read-modify-write each time would cost more.
+        if (owner_.load(std::memory_order_relaxed) == self) return;
         std::thread::id bound;  // no thread yet
         if (owner_.compare_exchange_strong(bound, self) || bound == self) return;
         std::fprintf(stderr, "%s:%u: %s: called off its thread\n", file, line, function);
